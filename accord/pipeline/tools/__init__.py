@@ -1,0 +1,62 @@
+"""Tool-call parsers, one per model family, looked up by name (SPEC P2)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
+
+
+class ToolCallParser(Protocol):
+    """Sans-IO: feed content text, get content and complete calls; ``finish`` flushes."""
+
+    def feed(self, text: str) -> list[ParsedSegment]: ...
+
+    def finish(self) -> list[ParsedSegment]: ...
+
+
+#: ``factory(tools)``: the tools the request offered, as the model sees them.
+ToolParserFactory = Callable[[Sequence[ToolSpec]], ToolCallParser]
+
+
+class NoTools:
+    """The ``none`` parser (and ``tool_choice: "none"``): markup stays text."""
+
+    def __init__(self, tools: Sequence[ToolSpec] = ()) -> None:
+        del tools
+
+    def feed(self, text: str) -> list[ParsedSegment]:
+        return [Content(text=text)] if text else []
+
+    def finish(self) -> list[ParsedSegment]:
+        return []
+
+
+_REGISTRY: dict[str, ToolParserFactory] = {"none": NoTools}
+
+
+def register(name: str, factory: ToolParserFactory) -> None:
+    _REGISTRY[name] = factory
+
+
+def tool_parser(name: str) -> ToolParserFactory:
+    """The factory registered under ``name``; ``KeyError`` names the known ones."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown tool parser {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def tool_parser_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+__all__ = [
+    "NoTools",
+    "ToolCallParser",
+    "ToolParserFactory",
+    "register",
+    "tool_parser",
+    "tool_parser_names",
+]
