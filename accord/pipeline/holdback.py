@@ -14,12 +14,19 @@ from collections.abc import Iterable
 def partial_suffix_len(text: str, markers: Iterable[str]) -> int:
     """Length of the longest proper suffix of ``text`` that is a prefix of some marker."""
     best = 0
+    n = len(text)
     for marker in markers:
-        limit = min(len(marker) - 1, len(text))
-        for size in range(limit, best, -1):
-            if marker.startswith(text[len(text) - size :]):
-                best = size
+        if not marker:
+            continue
+        # Candidates start where the marker's first character occurs within the last
+        # len(marker) - 1 characters; str.find walks them in C, earliest (longest) first.
+        first = marker[0]
+        pos = text.find(first, max(n - len(marker) + 1, 0))
+        while pos >= 0 and n - pos > best:
+            if marker.startswith(text[pos:]):
+                best = n - pos
                 break
+            pos = text.find(first, pos + 1)
     return best
 
 
