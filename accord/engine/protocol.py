@@ -8,7 +8,7 @@ went away) must stop generation and release whatever the request held.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 import msgspec
@@ -53,7 +53,7 @@ class Engine(Protocol):
     @property
     def model_name(self) -> str: ...
 
-    def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationOutput]:
+    def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         """Stream the output of one request; see the module docstring for the contract."""
         ...
 

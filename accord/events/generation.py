@@ -18,14 +18,14 @@ class GenerationEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind
     """Base of the closed union of engine outputs."""
 
 
-class Chunk(GenerationEvent, tag="chunk"):
+class Chunk(GenerationEvent, frozen=True, tag="chunk"):
     """Decoded text and the token ids it came from (empty when the engine does not report them)."""
 
     text: str
     token_ids: tuple[int, ...] = ()
 
 
-class Finished(GenerationEvent, tag="finished"):
+class Finished(GenerationEvent, frozen=True, tag="finished"):
     """Generation ended normally; token counts as the engine measured them."""
 
     reason: FinishReason
@@ -35,7 +35,7 @@ class Finished(GenerationEvent, tag="finished"):
     output_tokens: int | None = None
 
 
-class EngineFailed(GenerationEvent, tag="failed"):
+class EngineFailed(GenerationEvent, frozen=True, tag="failed"):
     """Generation could not start or could not go on.
 
     ``message`` is shown to clients only for ``engine_error`` and ``context_length_exceeded``.

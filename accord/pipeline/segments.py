@@ -45,17 +45,17 @@ class Segment(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     """Base of the closed union of parser outputs."""
 
 
-class Reasoning(Segment, tag="reasoning"):
+class Reasoning(Segment, frozen=True, tag="reasoning"):
     text: str
 
 
-class Content(Segment, tag="content"):
+class Content(Segment, frozen=True, tag="content"):
     text: str
     #: ``"commentary"`` for gpt-oss preambles; ``None`` for the ordinary answer.
     phase: Literal["commentary", "final_answer"] | None = None
 
 
-class ToolCall(Segment, tag="tool_call"):
+class ToolCall(Segment, frozen=True, tag="tool_call"):
     """A complete call: the declared name (as offered) and its arguments as a JSON object text."""
 
     name: str

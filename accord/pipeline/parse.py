@@ -1,0 +1,84 @@
+"""The parse stage: engine output -> reasoning split -> tool-call parse -> segments.
+
+Also does the token accounting the Usage needs: generated tokens, and how many of them
+fell in reasoning (SPEC W12). A chunk's tokens count as reasoning when most of the text
+that chunk released was reasoning; a chunk the splitter held back entirely is counted
+like the one before it (the embedded engine sends one token a chunk, so this is exact
+there up to the tokens of the markers themselves).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
+from accord.pipeline.reasoning import ReasoningSplitter
+from accord.pipeline.segments import Content, ParsedSegment, Reasoning
+from accord.pipeline.tools import ToolCallParser
+
+
+class End(msgspec.Struct, frozen=True, kw_only=True):
+    """The engine's last word, with the token counts the parse stage measured."""
+
+    outcome: Finished | EngineFailed
+    output_tokens: int
+    reasoning_tokens: int
+
+
+class ParseStage:
+    """Sans-IO: ``feed(engine event) -> segments (+ End last)``."""
+
+    def __init__(self, splitter: ReasoningSplitter, tools: ToolCallParser) -> None:
+        self._splitter = splitter
+        self._tools = tools
+        self._output_tokens = 0
+        self._counted_chunks = 0
+        self._reasoning_tokens = 0
+        self._last_was_reasoning = False
+        self._ended = False
+
+    def feed(self, event: GenerationOutput) -> list[ParsedSegment | End]:
+        if self._ended:
+            raise RuntimeError("engine event after the end of generation")
+        match event:
+            case Chunk():
+                segments = self._route(self._splitter.feed(event.text))
+                self._count(event, segments)
+                return list(segments)
+            case Finished() | EngineFailed():
+                self._ended = True
+                out: list[ParsedSegment | End] = list(self._route(self._splitter.finish()))
+                out.extend(self._tools.finish())
+                output_tokens = self._output_tokens
+                if isinstance(event, Finished) and event.output_tokens is not None:
+                    output_tokens = event.output_tokens
+                out.append(
+                    End(
+                        outcome=event,
+                        output_tokens=output_tokens,
+                        reasoning_tokens=min(self._reasoning_tokens, output_tokens),
+                    )
+                )
+                return out
+        raise TypeError(f"not an engine event: {event!r}")
+
+    def _route(self, segments: list[ParsedSegment]) -> list[ParsedSegment]:
+        routed: list[ParsedSegment] = []
+        for seg in segments:
+            if isinstance(seg, Content) and seg.phase is None:
+                routed.extend(self._tools.feed(seg.text))
+            else:
+                routed.append(seg)
+        return routed
+
+    def _count(self, chunk: Chunk, segments: list[ParsedSegment]) -> None:
+        tokens = len(chunk.token_ids) if chunk.token_ids else 0
+        self._output_tokens += tokens
+        reasoning = sum(len(s.text) for s in segments if isinstance(s, Reasoning))
+        other = sum(
+            len(s.text) if isinstance(s, Content) else 1 for s in segments if not isinstance(s, Reasoning)
+        )
+        if reasoning or other:
+            self._last_was_reasoning = reasoning >= other
+        if self._last_was_reasoning:
+            self._reasoning_tokens += tokens
