@@ -60,3 +60,6 @@ __all__ = [
     "reasoning_parser_names",
     "register",
 ]
+
+# The families register themselves; imported last, once ``register`` exists.
+from accord.pipeline.reasoning import _families  # noqa: E402, F401

@@ -1,0 +1,267 @@
+"""One scanner for every ``<think>``-style family, configured per name (SPEC P1, protocol.md B13).
+
+Theory of operation
+-------------------
+The splitter is a small state machine over the text, fed in any chunks:
+
+``LEAD``      the output starts outside reasoning, but a ``<think>`` at its very start
+              (after whitespace) opens the block, as GLM-4.5 and Magistral write it.
+``INSIDE``    reasoning. It ends at the first close tag, or at a tool-call opener written
+              before it (GLM-5.x and Qwen3.5 call tools from inside an unclosed block): from
+              that opener on the text is content, so the tool parser sees the call.
+              A templated prompt may prefill the open tag; if the model writes it anyway
+              at the start, that leading tag is dropped.
+``OUTSIDE``   content. A later open tag is text. A close tag before any content closes a
+              block the prompt already closed (thinking off) and is dropped.
+``CLOSING``   a close tag after content, held with the whitespace after it: directly before
+              the first tool-call opener it is dropped (the model closed the block late);
+              before anything else it is text.
+``VERBATIM``  from the first tool-call opener on, everything is content, unscanned, so tool
+              arguments that quote the markup survive.
+
+Whatever could still be the start of a marker is held back (``holdback.split_safe``) and
+decided by the next chunk or released as text by ``finish``. Held text is bounded by the
+longest marker (plus a capped whitespace run), and each character is examined a bounded
+number of times, so streaming costs O(n) and gives the same segments as the whole text.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from accord.pipeline.holdback import split_safe
+from accord.pipeline.segments import Content, ParsedSegment, Reasoning
+
+#: Leading whitespace longer than this is text, not layout before an open tag.
+_MAX_LEAD = 64
+
+#: Tool-call section openers of the ``<``-marker families: Qwen/Hermes/GLM/Qwen3-Coder,
+#: DeepSeek V3/R1/V3.1, Kimi-K2 (both spellings), DeepSeek V3.2 DSML (prefix optional).
+ANGLE_TOOL_OPENERS: tuple[str, ...] = (
+    "<tool_call>",
+    "<｜tool▁calls▁begin｜>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_section_begin|>",
+    "<｜DSML｜function_calls>",
+    "<function_calls>",
+)
+
+
+class _State(enum.Enum):
+    LEAD = "lead"
+    INSIDE = "inside"
+    OUTSIDE = "outside"
+    CLOSING = "closing"
+    VERBATIM = "verbatim"
+
+
+class Start(enum.Enum):
+    """Where an output starts, for one family and thinking switch."""
+
+    #: Inside reasoning: the prompt prefilled the open tag.
+    INSIDE = "inside"
+    #: Outside, but an open tag at the very start of the output opens the block.
+    LEADING_TAG = "leading_tag"
+    #: Outside, and it stays outside: thinking is off, all of it is content.
+    OUTSIDE = "outside"
+
+
+@dataclass(frozen=True)
+class ThinkFormat:
+    """How one family marks reasoning and where its output starts for a thinking switch."""
+
+    open_tag: str
+    close_tag: str
+    tool_openers: tuple[str, ...]
+    start: Callable[[bool | None], Start]
+
+
+_WS = re.compile(r"\s*")
+
+
+class _Finder:
+    """Earliest marker at or after a position, remembering each marker's next occurrence.
+
+    A marker's cached position is searched again only once the scan has passed it, so a
+    long text with many markers is still scanned O(n) times in total, not O(n) per marker hit.
+    """
+
+    def __init__(self, text: str, markers: tuple[str, ...]) -> None:
+        self._text = text
+        self._markers = markers
+        self._next = [-2] * len(markers)
+
+    def find(self, start: int) -> tuple[int, str]:
+        best, found = -1, ""
+        for k, marker in enumerate(self._markers):
+            pos = self._next[k]
+            if pos != -1 and pos < start:
+                pos = self._text.find(marker, start)
+                self._next[k] = pos
+            if pos >= 0 and (best < 0 or pos < best or (pos == best and len(marker) > len(found))):
+                best, found = pos, marker
+        return best, found
+
+
+class ThinkSplitter:
+    """The reasoning splitter for one ``ThinkFormat`` and one request's thinking switch."""
+
+    def __init__(self, fmt: ThinkFormat, thinking: bool | None) -> None:
+        self._open = fmt.open_tag
+        self._close = fmt.close_tag
+        self._openers = fmt.tool_openers
+        self._markers = (*fmt.tool_openers, fmt.close_tag)
+        self._firsts = frozenset(m[0] for m in (*self._markers, fmt.open_tag))
+        start = fmt.start(thinking)
+        self._state = _State.INSIDE if start is Start.INSIDE else _State.LEAD
+        # At the start of a prefilled block, or of an output that may open one, a leading
+        # open tag is still expected.
+        self._leading = start is not Start.OUTSIDE
+        if start is Start.OUTSIDE:
+            self._state = _State.OUTSIDE
+        self._content_started = False
+        self._buf = ""
+        self._ws = ""
+
+    # -- public ---------------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[ParsedSegment]:
+        if not text:
+            return []
+        state = self._state
+        if state is _State.VERBATIM:
+            return [Content(text=text)]
+        # Fast path: nothing held and no character that could begin a marker.
+        if not self._buf and not self._leading and not any(c in text for c in self._firsts):
+            if state is _State.INSIDE:
+                return [Reasoning(text=text)]
+            if state is _State.OUTSIDE:
+                if not self._content_started and not text.isspace():
+                    self._content_started = True
+                return [Content(text=text)]
+        out: list[ParsedSegment] = []
+        self._buf += text
+        self._run(out, final=False)
+        return out
+
+    def finish(self) -> list[ParsedSegment]:
+        out: list[ParsedSegment] = []
+        self._run(out, final=True)
+        rest, self._buf = self._buf, ""
+        if self._state is _State.CLOSING:
+            _emit(out, Content, self._close + self._ws + rest)
+            self._state = _State.OUTSIDE
+        elif self._state is _State.INSIDE:
+            _emit(out, Reasoning, rest)
+        else:
+            _emit(out, Content, rest)
+        self._ws = ""
+        return out
+
+    # -- the machine ----------------------------------------------------------------------
+
+    def _run(self, out: list[ParsedSegment], *, final: bool) -> None:
+        """Consume ``self._buf`` as far as it can be decided; leave the undecided tail in it."""
+        buf = self._buf
+        end = len(buf)
+        i = 0
+        finder: _Finder | None = None
+        while i < end:
+            if self._leading:
+                i = self._lead(buf, i, final)
+                if self._leading:
+                    break
+                continue
+            state = self._state
+            if state is _State.VERBATIM:
+                out.append(Content(text=buf[i:]))
+                i = end
+                break
+            if state is _State.CLOSING:
+                j = self._closing(out, buf, i, final)
+                if j < 0:
+                    i = -j - 1
+                    break
+                i = j
+                continue
+            if finder is None:
+                finder = _Finder(buf, self._markers)
+            pos, marker = finder.find(i)
+            kind = Reasoning if state is _State.INSIDE else Content
+            if pos < 0:
+                rest = buf[i:]
+                safe, held = (rest, "") if final else split_safe(rest, self._markers)
+                self._text(out, kind, safe)
+                i = end - len(held)
+                break
+            self._text(out, kind, buf[i:pos])
+            if marker == self._close:
+                i = pos + len(marker)
+                if state is _State.INSIDE or not self._content_started:
+                    # The end of the block, or a repeated close before any content: dropped.
+                    self._state = _State.OUTSIDE
+                else:
+                    self._state = _State.CLOSING
+                continue
+            # The first tool-call opener: the rest of the output is content, verbatim.
+            self._state = _State.VERBATIM
+            out.append(Content(text=buf[pos:]))
+            i = end
+        self._buf = buf[i:] if i else buf
+
+    def _lead(self, buf: str, i: int, final: bool) -> int:
+        """Drop a leading open tag and the whitespace before it; ``_leading`` stays while undecided."""
+        j = _skip_ws(buf, i)
+        if buf.startswith(self._open, j):
+            self._leading = False
+            self._state = _State.INSIDE
+            return j + len(self._open)
+        undecided = j - i <= _MAX_LEAD and self._open.startswith(buf[j : j + len(self._open)])
+        if undecided and not final:
+            return i
+        # No leading tag: prefilled reasoning carries on; an unopened output is content.
+        self._leading = False
+        if self._state is _State.LEAD:
+            self._state = _State.OUTSIDE
+        return i
+
+    def _closing(self, out: list[ParsedSegment], buf: str, i: int, final: bool) -> int:
+        """Decide a held close tag after content: next position, or ``-(pos + 1)`` while undecided."""
+        j = _skip_ws(buf, i)
+        self._ws += buf[i:j]
+        if buf.startswith(self._openers, j):
+            # Directly before the first tool call: the late close is dropped.
+            _emit(out, Content, self._ws)
+            self._ws = ""
+            self._state = _State.VERBATIM
+            return j
+        head = buf[j : j + max(map(len, self._openers), default=0)]
+        if j == len(buf) or (not final and any(o.startswith(head) for o in self._openers)):
+            return -(j + 1)
+        _emit(out, Content, self._close + self._ws)
+        self._ws = ""
+        self._state = _State.OUTSIDE
+        return j
+
+    def _text(self, out: list[ParsedSegment], kind: type[Reasoning] | type[Content], text: str) -> None:
+        if not text:
+            return
+        if kind is Content and not self._content_started and not text.isspace():
+            self._content_started = True
+        out.append(kind(text=text))
+
+
+def _skip_ws(text: str, i: int) -> int:
+    match = _WS.match(text, i)
+    return match.end() if match else i
+
+
+def _emit(out: list[ParsedSegment], kind: type[Reasoning] | type[Content], text: str) -> None:
+    if text:
+        out.append(kind(text=text))
+
+
+__all__ = ["ANGLE_TOOL_OPENERS", "Start", "ThinkFormat", "ThinkSplitter"]
