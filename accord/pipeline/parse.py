@@ -2,9 +2,10 @@
 
 Also does the token accounting the Usage needs: generated tokens, and how many of them
 fell in reasoning (SPEC W12). A chunk's tokens count as reasoning when most of the text
-that chunk released was reasoning; a chunk the splitter held back entirely is counted
-like the one before it (the embedded engine sends one token a chunk, so this is exact
-there up to the tokens of the markers themselves).
+that chunk released was reasoning; the tokens of a chunk the splitter held back entirely
+(a marker, or part of one) go with the next chunk that releases text, so a marker counts
+with the text it introduces. The embedded engine sends one token a chunk, so this is
+exact there.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ParseStage:
         self._counted_chunks = 0
         self._reasoning_tokens = 0
         self._last_was_reasoning = False
+        self._pending_tokens = 0
         self._ended = False
 
     def feed(self, event: GenerationOutput) -> list[ParsedSegment | End]:
@@ -49,6 +51,8 @@ class ParseStage:
                 self._ended = True
                 out: list[ParsedSegment | End] = list(self._route(self._splitter.finish()))
                 out.extend(self._tools.finish())
+                if self._last_was_reasoning:
+                    self._reasoning_tokens += self._pending_tokens
                 output_tokens = self._output_tokens
                 if isinstance(event, Finished) and event.output_tokens is not None:
                     output_tokens = event.output_tokens
@@ -78,7 +82,10 @@ class ParseStage:
         other = sum(
             len(s.text) if isinstance(s, Content) else 1 for s in segments if not isinstance(s, Reasoning)
         )
-        if reasoning or other:
-            self._last_was_reasoning = reasoning >= other
+        if not (reasoning or other):
+            self._pending_tokens += tokens
+            return
+        self._last_was_reasoning = reasoning >= other
         if self._last_was_reasoning:
-            self._reasoning_tokens += tokens
+            self._reasoning_tokens += tokens + self._pending_tokens
+        self._pending_tokens = 0

@@ -42,6 +42,8 @@ from accord.pipeline.sequencer import Sequencer
 
 log = structlog.get_logger("accord.run")
 
+Emit = Callable[[list[WireEvent]], Awaitable[None]]
+
 
 class RunObserver(Protocol):
     """Sees everything a response run does (traces, metrics). Must not block."""
@@ -64,22 +66,33 @@ class ResponseRun:
     keepalives_sent: int = 0
     #: Set when the engine produced its first event (time to first token).
     first_engine_event_at: float | None = None
+    guard: TerminalGuard = field(default_factory=TerminalGuard)
+    sequencer: Sequencer = field(default_factory=Sequencer)
 
-    async def run(self, emit: Callable[[WireEvent], Awaitable[None]]) -> EventLog:
-        """Run to the terminal event, calling ``emit`` with each stamped wire event.
+    async def egress(self, batch: list[WireEvent], emit: Emit) -> None:
+        """Check, stamp and hand over one batch: the single egress of the response."""
+        stamped = [self.sequencer.stamp(self.guard.check(event)) for event in batch]
+        for observer in self.observers:
+            for event in stamped:
+                observer.on_wire(event)
+        await emit(stamped)
+
+    async def end_early(self, code: str, message: str, emit: Emit) -> None:
+        """After the run was cancelled (shutdown): close the response as failed, on the wire too."""
+        if not self.log.terminated:
+            await self.egress(self.log.append(Failed(code=code, message=message)), emit)
+
+    async def run(self, emit: Emit) -> EventLog:
+        """Run to the terminal event, calling ``emit`` with each batch of stamped wire events.
 
         Cancelling the caller's scope (client gone) stops the engine at once; the log
         is then left without a terminal event.
         """
-        guard, sequencer = TerminalGuard(), Sequencer()
+        guard = self.guard
         keepalive = Keepalive(self.keepalive_interval)
 
         async def egress(batch: list[WireEvent]) -> None:
-            for event in batch:
-                stamped = sequencer.stamp(guard.check(event))
-                for observer in self.observers:
-                    observer.on_wire(stamped)
-                await emit(stamped)
+            await self.egress(batch, emit)
             keepalive.touch()
 
         # SPEC W9: created + in_progress go out before the engine is even asked.
