@@ -1,1 +1,21 @@
-"""accord.adapters.templates."""
+"""Chat-template rendering (sandboxed jinja2) and model profiles."""
+
+from ._loading import TemplateFiles, load_chat_template, load_template_files
+from ._profiles import PROFILES, Profile, detect_family, profile_names, resolve_profile
+from ._render import PROBE, PromptRenderer, message_dict, render_plain, tool_dicts
+
+__all__ = [
+    "PROBE",
+    "PROFILES",
+    "Profile",
+    "PromptRenderer",
+    "TemplateFiles",
+    "detect_family",
+    "load_chat_template",
+    "load_template_files",
+    "message_dict",
+    "profile_names",
+    "render_plain",
+    "resolve_profile",
+    "tool_dicts",
+]

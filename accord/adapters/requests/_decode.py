@@ -1,0 +1,211 @@
+"""Bytes -> :class:`ResponsesRequest`, or a 400 that names the JSON path (SPEC I11, I12).
+
+Strategy: decode the JSON once into plain values, walk it once (iteratively: depth is the
+client's to choose) to enforce the limits and to give untagged items their tag, then let
+msgspec convert the tree into typed structs. msgspec's own validation messages end in
+`` - at `$.input[3].content` ``; that path becomes the error's ``param``. Whatever the
+bytes, the only exception that leaves :func:`decode_request` is :class:`RequestError`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from accord.errors import RequestError
+
+from ._wire import (
+    HOSTED_TOOL_TYPES,
+    ITEM_TYPES,
+    REFUSED_ITEM_TYPES,
+    TOOL_CHOICE_TYPES,
+    TOOL_TYPES,
+    ResponsesRequest,
+)
+
+
+class RequestLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds on what one request may carry (the body size itself is the HTTP layer's)."""
+
+    max_input_items: int = 10_000
+    max_tools: int = 512
+    max_string_chars: int = 8 * 1024 * 1024
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RequestLimits:
+        return cls(
+            max_input_items=settings.max_input_items,
+            max_tools=settings.max_tools,
+            max_string_chars=settings.max_string_chars,
+        )
+
+
+_AT = re.compile(r"^(?P<msg>.*?) - at `\$(?P<path>[^`]*)`$", re.S)
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
+
+
+def _path_param(path: str) -> str | None:
+    """``$.input[3].type`` arrives as ``.input[3].type``; the param is ``input[3].type``."""
+    return path[1:] if path.startswith(".") else (path or None)
+
+
+def join(base: str | None, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{base or ''}[{key}]"
+    return f"{base}.{key}" if base else key
+
+
+def _validation_error(exc: msgspec.ValidationError) -> RequestError:
+    text = str(exc)
+    match = _AT.match(text)
+    if match is None:
+        return RequestError(f"Invalid request: {text}")
+    message, param = match["msg"], _path_param(match["path"])
+    missing = _MISSING.match(message)
+    if missing:
+        param = join(param, missing["field"])
+        return RequestError(f"Missing required parameter: '{param}'.", param=param)
+    return RequestError(f"Invalid value at '{param or 'body'}': {message}.", param=param)
+
+
+def decode_request(body: bytes, limits: RequestLimits) -> ResponsesRequest:
+    """Decode and validate one request body; raise :class:`RequestError` (400) for anything wrong."""
+    try:
+        raw = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise RequestError(f"The request body is not valid JSON: {exc}.", code="invalid_json") from None
+    except RecursionError:
+        raise RequestError("The request body is nested too deeply.", code="invalid_json") from None
+    if not isinstance(raw, dict):
+        raise RequestError("The request body must be a JSON object.")
+    _check_strings(raw, limits.max_string_chars)
+    _prepare(raw, limits)
+    try:
+        return msgspec.convert(raw, ResponsesRequest)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc) from None
+
+
+def _check_strings(raw: dict[str, Any], max_chars: int) -> None:
+    """One pass over every string (keys too): no single string may exceed the limit."""
+    stack: list[tuple[Any, str | None]] = [(raw, None)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                child_path = join(path, key)
+                if len(key) > max_chars:
+                    raise _too_long(path, max_chars)
+                stack.append((child, child_path))
+        elif isinstance(value, list):
+            stack.extend((child, join(path, i)) for i, child in enumerate(value))
+        elif isinstance(value, str) and len(value) > max_chars:
+            raise _too_long(path, max_chars)
+
+
+def _too_long(path: str | None, max_chars: int) -> RequestError:
+    return RequestError(
+        f"String too long at '{path or 'body'}': at most {max_chars} characters are accepted.",
+        param=path,
+        code="string_above_max_length",
+    )
+
+
+def _prepare(raw: dict[str, Any], limits: RequestLimits) -> None:
+    """Enforce count limits, tag untagged items and refuse unsupported types by name."""
+    items = raw.get("input")
+    if isinstance(items, list):
+        if len(items) > limits.max_input_items:
+            raise RequestError(
+                f"Too many input items: {len(items)} (at most {limits.max_input_items}).",
+                param="input",
+                code="array_above_max_length",
+            )
+        tool_count = 0
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                _tag_item(item, f"input[{i}]")
+                if item.get("type") in ("additional_tools", "tool_search_output"):
+                    tool_count += _check_tools(item.get("tools"), f"input[{i}].tools")
+        _limit_tools(tool_count + _check_tools(raw.get("tools"), "tools"), limits)
+    else:
+        _limit_tools(_check_tools(raw.get("tools"), "tools"), limits)
+    choice = raw.get("tool_choice")
+    if isinstance(choice, dict):
+        kind = choice.get("type")
+        if isinstance(kind, str) and kind not in TOOL_CHOICE_TYPES:
+            raise RequestError(
+                f"tool_choice of type '{kind}' is not supported by this server; use 'auto', 'none', "
+                "'required', or a function or custom tool.",
+                param="tool_choice.type",
+            )
+
+
+def _limit_tools(count: int, limits: RequestLimits) -> None:
+    if count > limits.max_tools:
+        raise RequestError(
+            f"Too many tools: {count} (at most {limits.max_tools}).",
+            param="tools",
+            code="array_above_max_length",
+        )
+
+
+def _tag_item(item: dict[str, Any], path: str) -> None:
+    kind = item.get("type")
+    if kind is None:
+        # The two untagged shapes of the SDK union: easy messages and item references.
+        if "role" in item:
+            item["type"] = "message"
+        elif "id" in item and "content" not in item:
+            item["type"] = "item_reference"
+        else:
+            raise RequestError(f"Input item {path} has no 'type'.", param=f"{path}.type")
+        return
+    if not isinstance(kind, str):
+        return  # msgspec names the wrong type
+    if kind in REFUSED_ITEM_TYPES:
+        raise RequestError(
+            f"Input item {path} has type '{kind}', which belongs to a hosted tool this server does "
+            "not run; remove it from the input.",
+            param=f"{path}.type",
+        )
+    if kind not in ITEM_TYPES:
+        raise RequestError(f"Input item {path} has an unknown type '{kind}'.", param=f"{path}.type")
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, dict) and part.get("type") == "text":
+                    # Chat Completions spelling; the text is unambiguous.
+                    part["type"] = "input_text"
+                elif isinstance(part, dict) and "type" not in part:
+                    raise RequestError(
+                        f"Content part {path}.content[{j}] has no 'type'.",
+                        param=f"{path}.content[{j}].type",
+                    )
+
+
+def _check_tools(tools: Any, path: str) -> int:
+    """Refuse hosted tool types by name; return how many tools the model would see."""
+    if not isinstance(tools, list):
+        return 0
+    count = 0
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            count += 1
+            continue
+        kind = tool.get("type")
+        if isinstance(kind, str) and kind in HOSTED_TOOL_TYPES:
+            raise RequestError(
+                f"Tool {path}[{i}] has type '{kind}', a hosted tool this server cannot run; remove it "
+                "or offer it as a function tool.",
+                param=f"{path}[{i}].type",
+                code="unsupported_tool",
+            )
+        if isinstance(kind, str) and kind not in TOOL_TYPES:
+            raise RequestError(f"Tool {path}[{i}] has an unknown type '{kind}'.", param=f"{path}[{i}].type")
+        members = tool.get("tools") if kind == "namespace" else None
+        count += len(members) if isinstance(members, list) else 1
+    return count
