@@ -60,3 +60,6 @@ __all__ = [
     "tool_parser",
     "tool_parser_names",
 ]
+
+# Formats whose calls are reported whole (GLM, Qwen3-Coder, DSML) register themselves.
+from accord.pipeline.tools import _dsml, _glm, _qwen3_coder  # noqa: E402, F401

@@ -1,0 +1,168 @@
+"""The streaming engine for formats whose calls are reported whole (SPEC P4, P7).
+
+GLM, Qwen3-Coder and DSML write a call (or a section of calls) between an opener and a
+closer, with arguments that only the schema can type. Such a call cannot be streamed as it
+grows, so the engine only finds the blocks; a format's ``parse`` turns one complete block
+into segments. Because streaming and whole-text parsing hand ``parse`` the very same block
+text, they cannot disagree (the seed's lesson: one function for both paths).
+
+Theory of operation
+-------------------
+``TEXT``   content. Text before an opener is emitted; a suffix that could be the start of an
+           opener is held back until the next chunk decides it. A stray closer is text.
+``BLOCK``  inside a block: chunks are collected (a list, never re-joined per chunk) until the
+           first closer. An opener seen before that closer restarts the block there: the
+           abandoned prefix is released as text (SPEC P7). On the closer the whole block goes
+           to ``parse``; ``None`` means "not a call" and the raw markup is released as text.
+At ``finish`` a held partial marker is text, and an unterminated block is offered to
+``parse`` with ``closer=None`` (DSML keeps the complete calls of a cut-off section); by
+default its markup is released as text.
+
+Markers are found with a per-feed finder that remembers each marker's next occurrence, so a
+whole 1 MB output with thousands of calls is scanned in O(n), and a 4-character chunk costs
+a few ``str.find`` calls on a window no longer than the longest marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from accord.pipeline.holdback import partial_suffix_len
+from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
+from accord.pipeline.tools._schema import ArgumentTyper
+from accord.pipeline.tools.names import resolve_tool_name
+
+
+class BlockFormat(Protocol):
+    """What the engine needs to know about one family's markup."""
+
+    openers: tuple[str, ...]
+    closers: tuple[str, ...]
+
+    def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
+        """Segments for one block (``closer`` is ``None`` when cut off); ``None``: release as text."""
+        ...
+
+
+class ToolBox:
+    """The offered tools: name repair and one argument typer per tool, built on first use."""
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self.tools = tuple(tools)
+        self._typers: dict[str, ArgumentTyper] = {}
+
+    def resolve(self, raw_name: str) -> ToolSpec | None:
+        return resolve_tool_name(raw_name.strip(), self.tools)
+
+    def typer(self, tool: ToolSpec) -> ArgumentTyper:
+        typer = self._typers.get(tool.name)
+        if typer is None:
+            typer = self._typers[tool.name] = ArgumentTyper(tool)
+        return typer
+
+
+class _Finder:
+    """Earliest marker at or after a position; each marker's next hit is cached until passed."""
+
+    def __init__(self, text: str, markers: tuple[str, ...]) -> None:
+        self._text = text
+        self._markers = markers
+        self._next = [-2] * len(markers)
+
+    def find(self, start: int) -> tuple[int, str]:
+        best, found = -1, ""
+        for k, marker in enumerate(self._markers):
+            pos = self._next[k]
+            if pos != -1 and pos < start:
+                pos = self._next[k] = self._text.find(marker, start)
+            if pos >= 0 and (best < 0 or pos < best or (pos == best and len(marker) > len(found))):
+                best, found = pos, marker
+        return best, found
+
+
+class BlockToolParser:
+    """A ``ToolCallParser`` for one ``BlockFormat`` and the tools of one request."""
+
+    def __init__(self, fmt: BlockFormat, tools: Sequence[ToolSpec]) -> None:
+        self._fmt = fmt
+        self._box = ToolBox(tools)
+        self._openers = fmt.openers
+        self._closers = frozenset(fmt.closers)
+        self._all = (*fmt.openers, *fmt.closers)
+        self._firsts = frozenset(m[0] for m in self._all)
+        self._opener: str | None = None  # the open block's opener; None in TEXT
+        self._parts: list[str] = []  # the open block's body so far
+        self._held = ""
+
+    def feed(self, text: str) -> list[ParsedSegment]:
+        if not text:
+            return []
+        if not self._held and not any(c in text for c in self._firsts):
+            if self._opener is None:
+                return [Content(text=text)]
+            self._parts.append(text)
+            return []
+        out: list[ParsedSegment] = []
+        buf, self._held = self._held + text, ""
+        self._scan(buf, out)
+        return out
+
+    def finish(self) -> list[ParsedSegment]:
+        out: list[ParsedSegment] = []
+        held, self._held = self._held, ""
+        if self._opener is None:
+            if held:
+                out.append(Content(text=held))
+            return out
+        body = "".join(self._parts) + held
+        self._close(out, self._opener, body, None)
+        return out
+
+    def _scan(self, buf: str, out: list[ParsedSegment]) -> None:
+        finder = _Finder(buf, self._all)
+        start = 0  # where the text not yet emitted or collected begins
+        i = 0
+        while True:
+            pos, marker = finder.find(i)
+            if pos < 0:
+                break
+            i = pos + len(marker)
+            opener = self._opener
+            if opener is None:
+                if marker in self._closers:
+                    continue  # a stray closer is text
+                if pos > start:
+                    out.append(Content(text=buf[start:pos]))
+                self._opener, start = marker, i
+                continue
+            body = "".join(self._parts) + buf[start:pos]
+            self._parts = []
+            if marker in self._closers:
+                self._opener = None
+                self._close(out, opener, body, marker)
+            else:
+                # Restarted opener: the abandoned prefix is text, the block starts again here.
+                out.append(Content(text=opener + body))
+                self._opener = marker
+            start = i
+        rest = buf[start:]
+        markers = self._openers if self._opener is None else self._all
+        held = partial_suffix_len(rest, markers)
+        safe = rest[: len(rest) - held]
+        if safe:
+            if self._opener is None:
+                out.append(Content(text=safe))
+            else:
+                self._parts.append(safe)
+        self._held = rest[len(rest) - held :]
+
+    def _close(self, out: list[ParsedSegment], opener: str, body: str, closer: str | None) -> None:
+        segments = self._fmt.parse(opener, body, closer, self._box)
+        if segments is None:
+            out.append(Content(text=opener + body + (closer or "")))
+        else:
+            out.extend(segments)
+
+
+__all__ = ["BlockFormat", "BlockToolParser", "ToolBox"]
