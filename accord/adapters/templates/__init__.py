@@ -1,8 +1,10 @@
 """Chat-template rendering (sandboxed jinja2) and model profiles."""
 
+from ._dicts import message_dict, tool_dicts
 from ._loading import TemplateFiles, load_chat_template, load_template_files
+from ._plain import render_plain
 from ._profiles import PROFILES, Profile, detect_family, profile_names, resolve_profile
-from ._render import PROBE, PromptRenderer, message_dict, render_plain, tool_dicts
+from ._render import PROBE, PromptRenderer, TemplateTraits
 
 __all__ = [
     "PROBE",
@@ -10,6 +12,7 @@ __all__ = [
     "Profile",
     "PromptRenderer",
     "TemplateFiles",
+    "TemplateTraits",
     "detect_family",
     "load_chat_template",
     "load_template_files",

@@ -1,89 +1,58 @@
-"""Conversation -> prompt text, through the model's chat template or a plain built-in format.
+"""Conversation -> prompt text through the model's chat template.
 
-The message dicts follow the Hugging Face chat convention (``role``, ``content``,
-``tool_calls`` with ``function.name``/``function.arguments``, ``tool_call_id``,
-``reasoning_content``) and tools the Chat shape ``{"type": "function", "function": ...}``,
-because that is what templates were written against (protocol.md B14 #10).
-
-The plain format, used when no template is configured (scripted engine, tests)::
-
-    <|tools|>
-    [{"name": ..., "description": ..., "parameters": ...}, ...]
-    <|system|>
-    text
-    <|user|>
-    text
-    <|assistant|>
-    <think>reasoning</think>
-    text
-    <tool_call>{"id": ..., "name": ..., "arguments": {...}}</tool_call>
-    <|tool|> call_id
-    result text
-    <|assistant|>
-
-Each block ends with a newline; the prompt ends with the open ``<|assistant|>`` line.
+Strategy: a template is code we did not write, so before its first real render it is
+asked, with probe conversations, what it does with the things templates disagree on:
+whether it renders the ``developer`` role (SPEC I5: else developer renders as system),
+whether it renders the ``tools`` and the assistant's calls and results it is given (else
+they are written into the messages in the Hermes convention, see ``_dicts.py``), and
+whether a turn that only calls needs ``content`` None (DeepSeek) or "" (Qwen). The
+answers are kept per template: probing is by rendering, never by reading its source.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import msgspec
 
-from accord.adapters.requests import PART_SEPARATOR, ChatMessage, Conversation, TextPart
+from accord.adapters.requests import Conversation
 from accord.errors import RequestError
-from accord.pipeline.segments import ToolSpec
 
-from ._jinja import TemplateRaised, arguments_value, make_environment, tojson
+from ._dicts import message_dict, tool_dicts, with_calls_in_text, with_tools_in_system
+from ._jinja import TemplateRaised, arguments_value, make_environment
 from ._loading import load_template_files
+from ._plain import render_plain
 
-#: Text of the developer-role probe (SPEC I5); unlikely to occur in any template.
-PROBE = "accord-developer-role-probe-7f3a"
+#: Text of the probes; unlikely to occur in any template.
+PROBE = "accord-probe-7f3a"
+_PROBE_TOOL = "accord_probe_tool_7f3a"
+_PROBE_RESULT = "accord-probe-result-7f3a"
+_PROBE_ARGUMENT = "accord-probe-argument-7f3a"
+
+# Errors a template's own code raises on data it does not accept.
+_TEMPLATE_ERRORS = (
+    TemplateRaised,
+    jinja2.TemplateError,
+    TypeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+)
 
 
-def tool_dicts(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
-    """Tools in the Chat Completions shape templates expect."""
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        function: dict[str, Any] = {"name": tool.name}
-        if tool.description:
-            function["description"] = tool.description
-        function["parameters"] = tool.parameters or {"type": "object", "properties": {}}
-        out.append({"type": "function", "function": function})
-    return out
+class TemplateTraits(msgspec.Struct, frozen=True, kw_only=True):
+    """What one template does with the things templates disagree on (learned by probing)."""
 
-
-def message_dict(message: ChatMessage, *, developer_as_system: bool, vision: bool = True) -> dict[str, Any]:
-    role = "system" if message.role == "developer" and developer_as_system else message.role
-    content: Any = message.text
-    if vision and message.has_images:
-        content = [
-            {"type": "text", "text": p.text}
-            if isinstance(p, TextPart)
-            else {"type": "image", "image": p.url, "image_url": p.url, "file_id": p.file_id}
-            for p in message.content
-        ]
-    data: dict[str, Any] = {"role": role, "content": content}
-    if message.tool_calls:
-        data["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": arguments_value(call.arguments)},
-            }
-            for call in message.tool_calls
-        ]
-    if message.role == "tool":
-        data["tool_call_id"] = message.tool_call_id
-        if message.name is not None:
-            data["name"] = message.name
-    if message.reasoning is not None:
-        data["reasoning_content"] = message.reasoning
-        data["thinking"] = message.reasoning
-    return data
+    developer: bool = True
+    tools: bool = True
+    calls: bool = True
+    results: bool = True
+    #: The ``content`` of an assistant turn that only calls: "" or None.
+    call_content: str | None = ""
 
 
 class PromptRenderer:
@@ -103,10 +72,11 @@ class PromptRenderer:
         self.eos_token = eos_token
         self.kwargs = dict(kwargs or {})
         self.source = source
-        self._developer_as_system: bool | None = None
+        self._traits: TemplateTraits | None = None
 
     @classmethod
     def plain(cls) -> PromptRenderer:
+        """The built-in format (``_plain.py``), for when no template is configured."""
         return cls(None)
 
     @classmethod
@@ -118,7 +88,7 @@ class PromptRenderer:
         eos_token: str = "",
         kwargs: Mapping[str, Any] | None = None,
     ) -> PromptRenderer:
-        """Compile a chat template; a template that does not compile is a configuration error."""
+        """Compile a chat template; a template that does not compile raises jinja2's error."""
         template = make_environment().from_string(source)
         return cls(template, bos_token=bos_token, eos_token=eos_token, kwargs=kwargs, source=source)
 
@@ -135,42 +105,44 @@ class PromptRenderer:
         return self._template is None
 
     @property
-    def developer_as_system(self) -> bool:
-        """Whether this template drops ``developer`` messages, decided by one probe render (SPEC I5)."""
-        if self._developer_as_system is None:
-            self._developer_as_system = not self._renders_developer()
-        return self._developer_as_system
+    def traits(self) -> TemplateTraits:
+        if self._traits is None:
+            self._traits = TemplateTraits() if self._template is None else self._probe()
+        return self._traits
 
-    def _renders_developer(self) -> bool:
-        if self._template is None:
-            return True
-        probe = [{"role": "developer", "content": PROBE}, {"role": "user", "content": "hello"}]
-        try:
-            text = self._render_dicts(probe, None, {})
-        except Exception:
-            # A template that rejects the role does not render it either.
-            return False
-        return PROBE in text
+    @property
+    def developer_as_system(self) -> bool:
+        """Whether ``developer`` messages are rendered as ``system`` with this template (SPEC I5)."""
+        return not self.traits.developer
 
     def render(self, conv: Conversation) -> str:
         if self._template is None:
             return render_plain(conv)
-        developer_as_system = self.developer_as_system
-        messages = [message_dict(m, developer_as_system=developer_as_system) for m in conv.messages]
+        traits = self.traits
+        messages = [
+            message_dict(m, developer_as_system=not traits.developer, call_content=traits.call_content)
+            for m in conv.messages
+        ]
+        tools = tool_dicts(conv.tools) if conv.tools else None
+        if not traits.calls:
+            messages = with_calls_in_text(messages, results=not traits.results)
+        if tools and not traits.tools:
+            messages = with_tools_in_system(messages, conv.tools, call_format=not traits.calls)
+            tools = None
         kwargs = dict(self.kwargs)
         if conv.thinking is not None:
             kwargs["enable_thinking"] = conv.thinking
             kwargs["thinking"] = conv.thinking
-        tools = tool_dicts(conv.tools) if conv.tools else None
         try:
             return self._render_dicts(messages, tools, kwargs)
         except TemplateRaised as exc:
             raise RequestError(
                 f"The model's chat template refused this conversation: {exc}", param="input"
             ) from None
-        except jinja2.TemplateError as exc:
+        except _TEMPLATE_ERRORS as exc:
             raise RequestError(
-                f"The model's chat template could not render this conversation: {exc}", param="input"
+                f"The model's chat template could not render this conversation: {type(exc).__name__}: {exc}",
+                param="input",
             ) from None
 
     def _render_dicts(
@@ -187,29 +159,51 @@ class PromptRenderer:
         }
         return self._template.render(**context)
 
+    def _try(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+        """A probe render; a template that raises on the probe does not render what it probes."""
+        try:
+            return self._render_dicts(messages, tools, self.kwargs)
+        except _TEMPLATE_ERRORS:
+            return ""
 
-def render_plain(conv: Conversation) -> str:
-    """The built-in format (module docstring): readable, unambiguous, stable for tests."""
-    out: list[str] = []
-    if conv.tools:
-        listing = [
-            {"name": t.name, "description": t.description or "", "parameters": t.parameters or {}}
-            for t in conv.tools
-        ]
-        out.append("<|tools|>\n" + tojson(listing) + "\n")
-    for message in conv.messages:
-        text = PART_SEPARATOR.join(p.text if isinstance(p, TextPart) else "[image]" for p in message.content)
-        if message.role == "tool":
-            out.append(f"<|tool|> {message.tool_call_id or ''}\n{text}\n")
-            continue
-        block = [f"<|{message.role}|>\n"]
-        if message.reasoning:
-            block.append(f"<think>{message.reasoning}</think>\n")
-        if text:
-            block.append(text + "\n")
-        for call in message.tool_calls:
-            payload = {"id": call.id, "name": call.name, "arguments": arguments_value(call.arguments)}
-            block.append(f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>\n")
-        out.append("".join(block))
-    out.append("<|assistant|>\n")
-    return "".join(out)
+    def _probe(self) -> TemplateTraits:
+        user = {"role": "user", "content": "hello"}
+        developer = PROBE in self._try([{"role": "developer", "content": PROBE}, user])
+        tool = {
+            "type": "function",
+            "function": {"name": _PROBE_TOOL, "description": "probe", "parameters": {"type": "object"}},
+        }
+        tools = _PROBE_TOOL in self._try([user], [tool])
+        call_content: str | None = ""
+        calls = False
+        results = False
+        for content in ("", None):
+            call = {
+                "id": "call_probe",
+                "type": "function",
+                "function": {
+                    "name": _PROBE_TOOL,
+                    "arguments": arguments_value(f'{{"q": "{_PROBE_ARGUMENT}"}}'),
+                },
+            }
+            text = self._try(
+                [
+                    user,
+                    {"role": "assistant", "content": content, "tool_calls": [call]},
+                    {
+                        "role": "tool",
+                        "content": _PROBE_RESULT,
+                        "tool_call_id": "call_probe",
+                        "name": _PROBE_TOOL,
+                    },
+                ],
+                [tool],
+            )
+            # The argument value appears only where the call itself was rendered.
+            if _PROBE_ARGUMENT in text:
+                call_content, calls, results = content, True, _PROBE_RESULT in text
+                break
+            results = results or _PROBE_RESULT in text
+        return TemplateTraits(
+            developer=developer, tools=tools, calls=calls, results=results, call_content=call_content
+        )
