@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 from accord.engine import tokens
@@ -144,7 +145,11 @@ class ScriptedEngine:
             for n, text in enumerate(rule.split()):
                 if rule.fail is not None and n == rule.fail.after_chunks:
                     break
-                await anyio.sleep(rule.first_chunk_delay_s if n == 0 else rule.chunk_delay_s)
+                delay = rule.first_chunk_delay_s if n == 0 else rule.chunk_delay_s
+                if delay > 0:
+                    await anyio.sleep(delay)
+                elif n % 64 == 0:
+                    await anyio.lowlevel.checkpoint()
                 ids = tokens.token_ids(text)
                 if budget is not None and produced + len(ids) > budget:
                     cut = _cut_to_tokens(text, budget - produced)

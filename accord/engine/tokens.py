@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from functools import lru_cache
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
 VOCAB = 50_000
@@ -18,6 +19,7 @@ def pieces(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+@lru_cache(maxsize=8192)
 def token_ids(text: str) -> tuple[int, ...]:
     return tuple(zlib.crc32(p.encode("utf-8", "surrogatepass")) % VOCAB for p in pieces(text))
 

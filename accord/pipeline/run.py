@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 import structlog
 
 from accord.engine.protocol import Engine, GenerationRequest
@@ -103,16 +104,21 @@ class ResponseRun:
             tg.start_soon(keepalive.run, send.clone())
             send.close()
             async with receive:
-                async for batch in receive:
-                    if batch is None:
-                        if not guard.terminated:
+                async for first in receive:
+                    # Take whatever else is already waiting, so a fast engine costs one
+                    # emit per burst rather than one per chunk.
+                    out: list[WireEvent] = []
+                    for batch in _drain(first, receive):
+                        if batch is not None:
+                            out.extend(batch)
+                        elif not guard.terminated:
                             self.keepalives_sent += 1
-                            await egress([keepalive_event(self.log)])
-                        continue
-                    await egress(batch)
+                            out.append(keepalive_event(self.log))
+                    if out:
+                        await egress(out)
         return self.log
 
-    async def _produce(self, send: anyio.abc.ObjectSendStream[EgressItem], keepalive: Keepalive) -> None:
+    async def _produce(self, send: MemoryObjectSendStream[EgressItem], keepalive: Keepalive) -> None:
         async with send:
             try:
                 async with aclosing(self._engine_events()) as events:
@@ -123,7 +129,10 @@ class ResponseRun:
                             observer.on_engine(event)
                         batch = self._chain(event)
                         if batch:
-                            await send.send(batch)
+                            try:
+                                send.send_nowait(batch)
+                            except anyio.WouldBlock:
+                                await send.send(batch)
             except Exception as exc:  # the one place every failure becomes a terminal event
                 log.exception("response run failed", response_id=self.opened.response_id)
                 if not self.log.terminated:
@@ -147,6 +156,15 @@ class ResponseRun:
         if isinstance(event, EngineFailed) and not self.log.terminated:
             raise RuntimeError("engine failure did not end the response")
         return wire
+
+
+def _drain(first: EgressItem, receive: MemoryObjectReceiveStream[EgressItem]) -> list[EgressItem]:
+    items = [first]
+    while True:
+        try:
+            items.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return items
 
 
 class _EngineRaised(Exception):

@@ -1,0 +1,94 @@
+"""Settings -> a running service: engine, template, profile, parsers, sealer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+
+from accord.adapters.requests import Sealer
+from accord.adapters.service import Service
+from accord.adapters.templates import PromptRenderer, load_template_files, resolve_profile
+from accord.config import Settings
+from accord.engine.protocol import Engine
+from accord.pipeline.reasoning import reasoning_parser
+from accord.pipeline.tools import tool_parser
+
+log = structlog.get_logger("accord.build")
+
+
+class ConfigError(ValueError):
+    """The settings cannot produce a working server."""
+
+
+def build_engine(settings: Settings) -> Engine:
+    if settings.engine == "scripted":
+        from accord.engine.scripted import ScriptedEngine, load_script
+
+        if settings.script is None:
+            raise ConfigError("--engine scripted needs --script FILE")
+        return ScriptedEngine(
+            load_script(settings.script),
+            model_name=settings.model_name or "scripted",
+            max_context=settings.max_context,
+        )
+    if settings.engine == "local":
+        from accord.engine.local import LocalEngine
+
+        engine: Engine = LocalEngine.load(settings.model, max_context=settings.max_context, device=settings.device)
+        return engine
+    if settings.engine == "remote":
+        from accord.engine.remote import build_remote_engine
+
+        remote: Engine = build_remote_engine(settings)
+        return remote
+    raise ConfigError(f"unknown engine {settings.engine!r}")
+
+
+def template_source(settings: Settings, engine: Engine) -> tuple[str | None, str, str]:
+    """The chat template text (None: the plain built-in format) with its BOS and EOS strings."""
+    bos = str(getattr(engine, "bos_token", "") or "")
+    eos = str(getattr(engine, "eos_token", "") or "")
+    if settings.chat_template is not None:
+        files = load_template_files(Path(settings.chat_template))
+        return files.template, files.bos_token or bos, files.eos_token or eos
+    source = getattr(engine, "chat_template", None)
+    return (str(source) if source else None), bos, eos
+
+
+def build_service(settings: Settings, engine: Engine | None = None) -> Service:
+    engine = engine if engine is not None else build_engine(settings)
+    template, bos, eos = template_source(settings, engine)
+    profile = resolve_profile(settings.profile, template)
+    reasoning_name = settings.reasoning_parser or profile.reasoning_parser
+    tool_name = settings.tool_parser or profile.tool_parser
+    try:
+        reasoning = reasoning_parser(reasoning_name)
+        tools = tool_parser(tool_name)
+    except KeyError as exc:
+        raise ConfigError(str(exc.args[0])) from None
+    renderer = (
+        PromptRenderer.from_template(template, bos_token=bos, eos_token=eos, kwargs=profile.template_kwargs)
+        if template is not None
+        else PromptRenderer.plain()
+    )
+    log.info(
+        "service",
+        engine=settings.engine,
+        model=engine.model_name,
+        profile=profile.name,
+        reasoning_parser=reasoning_name,
+        tool_parser=tool_name,
+        template="model" if template else "plain",
+    )
+    return Service(
+        engine=engine,
+        renderer=renderer,
+        profile=profile,
+        reasoning=reasoning,
+        tools=tools,
+        sealer=Sealer.from_settings(settings.secret_key, settings.data_dir),
+        keepalive_interval=settings.keepalive_interval,
+        web_search=settings.web_search,
+        vision=False,
+    )

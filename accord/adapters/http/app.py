@@ -1,0 +1,177 @@
+"""The ASGI application: routing, auth, error mapping (SPEC H1, I11)."""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Awaitable, Callable
+
+import anyio
+import structlog
+
+import accord
+from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.metrics import Metrics
+from accord.adapters.http.responses import create_response
+from accord.adapters.service import Prepared, Service
+from accord.config import Settings
+from accord.errors import RequestError
+from accord.events.wire import EventLog
+
+log = structlog.get_logger("accord.http")
+
+Handler = Callable[["AccordApp", Exchange], Awaitable[None]]
+Route = tuple[str, re.Pattern[str], Handler]
+FinishHook = Callable[[Prepared, EventLog, str], Awaitable[None]]
+
+_OPEN_PATHS = frozenset({"/health", "/version"})
+
+
+async def _health(app: AccordApp, ex: Exchange) -> None:
+    await ex.json(200, {"status": "draining" if app.draining else "ok"})
+
+
+async def _version(app: AccordApp, ex: Exchange) -> None:
+    await ex.json(200, {"version": accord.__version__})
+
+
+async def _metrics(app: AccordApp, ex: Exchange) -> None:
+    await ex.raw(200, app.metrics.render().encode(), b"text/plain; version=0.0.4")
+
+
+async def _models(app: AccordApp, ex: Exchange) -> None:
+    names = await app.model_names()
+    await ex.json(
+        200,
+        {
+            "object": "list",
+            "data": [{"id": n, "object": "model", "created": 0, "owned_by": "accord"} for n in names],
+        },
+    )
+
+
+async def _openapi(app: AccordApp, ex: Exchange) -> None:
+    from accord.adapters.http.openapi import openapi_document
+
+    await ex.json(200, openapi_document())
+
+
+class AccordApp:
+    def __init__(self, settings: Settings, service: Service) -> None:
+        self.settings = settings
+        self.service = service
+        self.metrics = Metrics()
+        self.draining = False
+        #: Set when in-flight streams must end now (graceful shutdown ran out of time).
+        self.shutdown_deadline = LazyEvent()
+        self.finish_hooks: list[FinishHook] = []
+        self.model_lister: Callable[[], Awaitable[list[str]]] | None = None
+        self.routes: list[Route] = []
+        self.add_route("POST", r"/v1/responses", create_response)
+        self.add_route("GET", r"/v1/models", _models)
+        self.add_route("GET", r"/health", _health)
+        self.add_route("GET", r"/version", _version)
+        self.add_route("GET", r"/metrics", _metrics)
+        self.add_route("GET", r"/openapi\.json", _openapi)
+
+    def add_route(self, method: str, pattern: str, handler: Handler) -> None:
+        self.routes.append((method, re.compile(pattern + r"/?"), handler))
+
+    async def model_names(self) -> list[str]:
+        if self.model_lister is not None:
+            return await self.model_lister()
+        return [self.service.engine.model_name]
+
+    async def finish(self, prepared: Prepared, log_: EventLog, cause: str) -> None:
+        for hook in self.finish_hooks:
+            try:
+                await hook(prepared, log_, cause)
+            except Exception:
+                log.exception("finish hook failed", cause=cause)
+
+    def _authorised(self, ex: Exchange) -> bool:
+        key = self.settings.api_key
+        if not key or ex.path in _OPEN_PATHS:
+            return True
+        header = ex.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        return hmac.compare_digest(
+            token.strip().encode() if scheme.lower() == "bearer" else b"", key.encode()
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        ex = Exchange(scope, receive, send)
+        try:
+            if not self._authorised(ex):
+                raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")
+            handler, match = self._route(ex)
+            ex.match = match
+            await handler(self, ex)
+        except RequestError as exc:
+            if not ex.started:
+                await ex.error(exc)
+            self.metrics.request(_route_name(ex.path), exc.status, "rejected")
+        except Exception as exc:
+            log.exception("unhandled error", path=ex.path)
+            if not ex.started:
+                await ex.json(
+                    500,
+                    error_body(type(exc).__name__, type="server_error", param=None, code="internal_error"),
+                )
+            self.metrics.request(_route_name(ex.path), 500, "internal_error")
+
+    def _route(self, ex: Exchange) -> tuple[Handler, re.Match[str]]:
+        allowed: list[str] = []
+        for method, pattern, handler in self.routes:
+            match = pattern.fullmatch(ex.path)
+            if match is None:
+                continue
+            if method == ex.method:
+                return handler, match
+            allowed.append(method)
+        if allowed:
+            raise RequestError(
+                f"method {ex.method} not allowed on {ex.path}", status=405, code="method_not_allowed"
+            )
+        raise RequestError(f"no route for {ex.method} {ex.path}", status=404, code="not_found")
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _route_name(path: str) -> str:
+    return (
+        path.strip("/").split("/")[1] if path.startswith("/v1/") and path.count("/") >= 2 else path.strip("/")
+    )
+
+
+class LazyEvent:
+    """An anyio Event made on first use inside the loop (the app is built before the loop runs)."""
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+
+    def _get(self) -> anyio.Event:
+        if self._event is None:
+            self._event = anyio.Event()
+        return self._event
+
+    def set(self) -> None:
+        self._get().set()
+
+    def is_set(self) -> bool:
+        return self._get().is_set()
+
+    async def wait(self) -> None:
+        await self._get().wait()

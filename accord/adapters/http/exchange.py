@@ -1,0 +1,123 @@
+"""One HTTP exchange over raw ASGI: body reading with a limit, JSON and SSE replies."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qs
+
+import msgspec
+
+from accord.errors import RequestError, cap
+from accord.events.wire import WireEvent
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_json = msgspec.json.Encoder()
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+_TAGS: dict[type[WireEvent], bytes] = {}
+
+
+def _tag(event: WireEvent) -> bytes:
+    kind = type(event)
+    tag = _TAGS.get(kind)
+    if tag is None:
+        tag = _TAGS[kind] = str(kind.__struct_config__.tag).encode()
+    return tag
+
+
+def sse_frame(event: WireEvent) -> bytes:
+    """``event: <type>\\ndata: <json>\\n\\n`` (SPEC W11)."""
+    return b"event: " + _tag(event) + b"\ndata: " + _json.encode(event) + b"\n\n"
+
+
+def error_body(message: str, *, type: str, param: str | None, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": cap(message), "type": type, "param": param, "code": code}}
+
+
+class Exchange:
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope, self.receive, self.send = scope, receive, send
+        self.method: str = scope.get("method", "GET")
+        self.path: str = scope.get("path", "/")
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        self.query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        self.status = 0
+        self.started = False
+        self.disconnected = False
+        #: The route's match (path parameters).
+        self.match: re.Match[str] | None = None
+
+    async def read_body(self, limit: int) -> bytes:
+        declared = self.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise RequestError(
+                f"request body is larger than {limit} bytes", status=413, code="request_too_large"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected = True
+                raise RequestError("client disconnected while sending the body", status=400)
+            body = message.get("body", b"")
+            size += len(body)
+            if size > limit:
+                raise RequestError(
+                    f"request body is larger than {limit} bytes", status=413, code="request_too_large"
+                )
+            chunks.append(body)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def json(self, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        body = _json.encode(payload)
+        await self.raw(status, body, b"application/json", headers)
+
+    async def raw(
+        self, status: int, body: bytes, content_type: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        self.status, self.started = status, True
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+                + (headers or []),
+            }
+        )
+        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def error(self, exc: RequestError) -> None:
+        await self.json(exc.status, error_body(exc.message, type=exc.type, param=exc.param, code=exc.code))
+
+    async def start_sse(self) -> None:
+        self.status, self.started = 200, True
+        await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+
+    async def sse(self, events: list[WireEvent]) -> None:
+        await self.send(
+            {"type": "http.response.body", "body": b"".join(map(sse_frame, events)), "more_body": True}
+        )
+
+    async def end_sse(self) -> None:
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def wait_disconnect(self) -> None:
+        """Returns when the client has gone away (after the body was read)."""
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected = True
+                return

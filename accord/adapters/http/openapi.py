@@ -1,0 +1,89 @@
+"""``/openapi.json``, generated from the request and wire models (SPEC H1)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import msgspec
+
+import accord
+from accord.adapters.requests import ResponsesRequest
+from accord.events.items import OutputItem, Usage
+from accord.events.wire import AnyWireEvent
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    (request, event, item, usage), components = msgspec.json.schema_components(
+        [ResponsesRequest, AnyWireEvent, OutputItem, Usage], ref_template="#/components/schemas/{name}"
+    )
+    error = {
+        "type": "object",
+        "properties": {
+            "error": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "type": {"type": "string"},
+                    "param": {"type": ["string", "null"]},
+                    "code": {"type": ["string", "null"]},
+                },
+                "required": ["message", "type", "param", "code"],
+            }
+        },
+    }
+    response = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "response"},
+            "created_at": {"type": "integer"},
+            "status": {"type": "string"},
+            "model": {"type": "string"},
+            "output": {"type": "array", "items": item},
+            "usage": {"anyOf": [usage, {"type": "null"}]},
+        },
+        "required": ["id", "object", "created_at", "status", "model", "output"],
+    }
+    components["Error"] = error
+    components["Response"] = response
+    errors = {
+        str(code): {
+            "description": text,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
+        for code, text in (
+            (400, "invalid request"),
+            (401, "bad API key"),
+            (404, "not found"),
+            (413, "body too large"),
+        )
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "accord", "version": accord.__version__},
+        "paths": {
+            "/v1/responses": {
+                "post": {
+                    "operationId": "createResponse",
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
+                    "responses": {
+                        "200": {
+                            "description": "The response (JSON), or its events (SSE) when stream is true",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/Response"}},
+                                "text/event-stream": {"schema": event},
+                            },
+                        },
+                        **errors,
+                    },
+                }
+            },
+            "/v1/models": {
+                "get": {"operationId": "listModels", "responses": {"200": {"description": "models"}}}
+            },
+            "/health": {"get": {"operationId": "health", "responses": {"200": {"description": "ok"}}}},
+        },
+        "components": {"schemas": components},
+    }

@@ -1,0 +1,28 @@
+"""structlog set-up: JSON lines in production, readable lines in a terminal (SPEC H2)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+
+def configure_logging(fmt: Literal["auto", "json", "console"] = "auto", level: int = logging.INFO) -> None:
+    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )

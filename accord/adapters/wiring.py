@@ -1,0 +1,11 @@
+"""Optional parts attached to the app by settings: store, traces (each in its own module)."""
+
+from __future__ import annotations
+
+from accord.adapters.http.app import AccordApp
+from accord.config import Settings
+
+
+def attach_extensions(app: AccordApp, settings: Settings) -> None:
+    """Attach what the settings ask for. Each part registers its routes and hooks itself."""
+    del app, settings
