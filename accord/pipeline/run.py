@@ -65,6 +65,8 @@ class ResponseRun:
     observers: list[RunObserver] = field(default_factory=list)
     log: EventLog = field(default_factory=EventLog)
     keepalives_sent: int = 0
+    #: Sequence numbers the keepalives took, so a stored stream replays with the same numbering.
+    keepalive_seqs: list[int] = field(default_factory=list)
     #: Set when the engine produced its first event (time to first token).
     first_engine_event_at: float | None = None
     guard: TerminalGuard = field(default_factory=TerminalGuard)
@@ -113,6 +115,7 @@ class ResponseRun:
                             out.extend(batch)
                         elif not guard.terminated:
                             self.keepalives_sent += 1
+                            self.keepalive_seqs.append(self.sequencer.next + len(out))
                             out.append(keepalive_event(self.log))
                     if out:
                         await egress(out)

@@ -51,7 +51,9 @@ def run_collect(run: ResponseRun) -> list[dict[str, Any]]:
     return [_to_builtins(e) for e in out]
 
 
-pieces = st.sampled_from(["<think>", "</think>", "Hello", " ", "\n", "wörld", "<", "</", "think", ">", "😀", "a b c"])
+pieces = st.sampled_from(
+    ["<think>", "</think>", "Hello", " ", "\n", "wörld", "<", "</", "think", ">", "😀", "a b c"]
+)
 outputs = st.lists(pieces, max_size=30).map("".join)
 
 
@@ -96,8 +98,12 @@ def test_every_character_lands_in_an_item(text: str) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(case=chunked(), after=st.integers(0, 6), kind=st.sampled_from(["engine_error", "context_length_exceeded"]))
-def test_failure_mid_stream_ends_with_error_then_failed(case: tuple[str, list[str]], after: int, kind: str) -> None:
+@given(
+    case=chunked(), after=st.integers(0, 6), kind=st.sampled_from(["engine_error", "context_length_exceeded"])
+)
+def test_failure_mid_stream_ends_with_error_then_failed(
+    case: tuple[str, list[str]], after: int, kind: str
+) -> None:
     """SPEC W5/W6: a failure at any point is `error` + `response.failed`, nothing after, items closed."""
     text, chunks = case
     run = make_run(Rule(output=text, chunks=chunks, fail=Fail(after_chunks=after, kind=kind)))  # type: ignore[arg-type]

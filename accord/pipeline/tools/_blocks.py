@@ -33,6 +33,8 @@ from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
 
+_MAX_NAME = 512
+
 
 class BlockFormat(Protocol):
     """What the engine needs to know about one family's markup."""
@@ -53,6 +55,9 @@ class ToolBox:
         self._typers: dict[str, ArgumentTyper] = {}
 
     def resolve(self, raw_name: str) -> ToolSpec | None:
+        # A "name" this long is prose or a runaway body; never scan it with the repair rules.
+        if len(raw_name) > _MAX_NAME:
+            return None
         return resolve_tool_name(raw_name.strip(), self.tools)
 
     def typer(self, tool: ToolSpec) -> ArgumentTyper:

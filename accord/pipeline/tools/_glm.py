@@ -25,6 +25,7 @@ from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
 _KEY_OPEN, _KEY_CLOSE = "<arg_key>", "</arg_key>"
 _VALUE_OPEN, _VALUE_CLOSE = "<arg_value>", "</arg_value>"
 _GAP = re.compile(r"(?:\s|\\n)*")
+_NAME_EDGE = re.compile(r"^(?:\s|\\n)+|(?:\s|\\n)+$")
 
 
 def _skip(text: str, i: int) -> int:
@@ -89,7 +90,8 @@ class GlmFormat:
         if closer is None:
             return None
         raw_name, args = self._split(body)
-        tool = tools.resolve(raw_name)
+        # Layout around the name (a newline, or a literal backslash-n) is not part of it.
+        tool = tools.resolve(_NAME_EDGE.sub("", raw_name) if len(raw_name) < 512 else raw_name)
         if tool is None:
             return None
         pairs = parse_pairs(args)
