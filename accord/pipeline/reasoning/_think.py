@@ -215,13 +215,13 @@ class ThinkSplitter:
     def _lead(self, buf: str, i: int, final: bool) -> int:
         """Drop a leading open tag and the whitespace before it; ``_leading`` stays while undecided."""
         j = _skip_ws(buf, i)
-        if buf.startswith(self._open, j):
-            self._leading = False
-            self._state = _State.INSIDE
-            return j + len(self._open)
-        undecided = j - i <= _MAX_LEAD and self._open.startswith(buf[j : j + len(self._open)])
-        if undecided and not final:
-            return i
+        if j - i <= _MAX_LEAD:
+            if buf.startswith(self._open, j):
+                self._leading = False
+                self._state = _State.INSIDE
+                return j + len(self._open)
+            if not final and self._open.startswith(buf[j : j + len(self._open)]):
+                return i
         # No leading tag: prefilled reasoning carries on; an unopened output is content.
         self._leading = False
         if self._state is _State.LEAD:
