@@ -114,7 +114,13 @@ def normalize(
         raise RequestError(
             "'previous_response_id' cannot be combined with 'conversation'.", param="previous_response_id"
         )
-    past = [(convert_item(raw, f"history[{i}]"), "previous_response_id") for i, raw in enumerate(history)]
+    try:
+        past = [(convert_item(raw, f"history[{i}]"), "previous_response_id") for i, raw in enumerate(history)]
+    except RequestError as exc:
+        raise RequestError(
+            f"The previous response's stored items could not be read: {exc.message}",
+            param="previous_response_id",
+        ) from None
     own = _request_items(req, options)
 
     flat = flatten_tools(req.tools or [], path="tools", web_search=options.web_search)
