@@ -7,8 +7,9 @@ smallest cuts, so what gets printed is the minimal chunking that breaks the pars
 
 Corpus format
 -------------
-One JSON file per parser, named ``<parser>.json`` (the packaged ones live next to this
-module in ``accord/replay/corpus/``)::
+One JSON file per parser, named ``<stage>/<parser>.json``: ``reasoning/glm45.json`` and
+``tools/glm45.json`` are the two GLM-4.5 tables (several families have a parser of each
+stage under one name). The packaged ones live in ``accord/replay/corpus/``::
 
     {
       "stage": "reasoning" | "tools",
@@ -43,8 +44,8 @@ module in ``accord/replay/corpus/``)::
   so that the repeated parts share the requested size equally. Without ``bench`` the
   benchmark repeats the rows' outputs.
 
-A directory given instead of the packaged corpus may hold such ``*.json`` files and raw
-outputs ``*.txt``. A raw output has no expectation: it is run through the chosen parser (or
+A directory given instead of the packaged corpus may hold such ``*.json`` files (at any
+depth; the ``stage`` and ``parser`` inside a file are what count) and raw outputs ``*.txt``. A raw output has no expectation: it is run through the chosen parser (or
 every registered one) with thinking ``null`` and the tools listed in ``tools.json`` in the same
 directory (a JSON list of ToolSpec; none when absent), and only streaming == whole is checked.
 """
@@ -157,7 +158,7 @@ def load_corpus(corpus_dir: Path | None = None) -> list[CorpusFile]:
     Raw ``*.txt`` outputs are not included here; :func:`raw_rows` turns them into rows.
     """
     directory = corpus_dir if corpus_dir is not None else _packaged_dir()
-    return [load_corpus_file(p) for p in sorted(directory.glob("*.json")) if p.name != "tools.json"]
+    return [load_corpus_file(p) for p in sorted(directory.rglob("*.json")) if p.name != "tools.json"]
 
 
 def registered(stage: Stage) -> list[str]:
