@@ -50,7 +50,8 @@ def running(settings: Settings, app: AccordApp | None = None) -> Iterator[Server
     errors: list[BaseException] = []
 
     async def until_stopped() -> None:
-        while not stop.is_set():
+        # The stop signal comes from another thread, so it is polled rather than awaited.
+        while not stop.is_set():  # noqa: ASYNC110
             await anyio.sleep(0.02)
 
     def target() -> None:
@@ -80,7 +81,7 @@ def running(settings: Settings, app: AccordApp | None = None) -> Iterator[Server
             break
         except httpx.TransportError:
             if errors:
-                raise errors[0]
+                raise errors[0] from None
             threading.Event().wait(0.02)
     try:
         yield Server(app, base, stop)
