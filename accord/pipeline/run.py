@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from accord.engine.protocol import Engine, GenerationRequest
 from accord.events.generation import EngineFailed, GenerationOutput

@@ -64,6 +64,8 @@ class AccordApp:
         self.draining = False
         #: Set when in-flight streams must end now (graceful shutdown ran out of time).
         self.shutdown_deadline = LazyEvent()
+        #: Set whenever no stream is open (the drain waits on it).
+        self._idle = LazyEvent()
         self.finish_hooks: list[FinishHook] = []
         self.model_lister: Callable[[], Awaitable[list[str]]] | None = None
         self.routes: list[Route] = []
@@ -73,6 +75,19 @@ class AccordApp:
         self.add_route("GET", r"/version", _version)
         self.add_route("GET", r"/metrics", _metrics)
         self.add_route("GET", r"/openapi\.json", _openapi)
+
+    def stream_opened(self) -> None:
+        self.metrics.active_streams += 1
+        self._idle = LazyEvent()
+
+    def stream_closed(self) -> None:
+        self.metrics.active_streams -= 1
+        if self.metrics.active_streams == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        if self.metrics.active_streams > 0:
+            await self._idle.wait()
 
     def add_route(self, method: str, pattern: str, handler: Handler) -> None:
         self.routes.append((method, re.compile(pattern + r"/?"), handler))

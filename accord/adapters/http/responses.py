@@ -127,11 +127,11 @@ async def _stream(app: AccordApp, ex: Exchange, prepared: Prepared, started: flo
         if not ex.disconnected:
             await ex.sse(events)
 
-    app.metrics.active_streams += 1
+    app.stream_opened()
     try:
         await _run_watched(app, ex, prepared, emit)
     finally:
-        app.metrics.active_streams -= 1
+        app.stream_closed()
         if not ex.disconnected:
             with anyio.CancelScope(shield=True):
                 await ex.end_sse()

@@ -34,12 +34,10 @@ async def drain(app: AccordApp, grace: float) -> None:
     """Stop taking work; wait for streams up to ``grace`` seconds; then end the rest."""
     app.draining = True
     with anyio.move_on_after(grace):
-        while app.metrics.active_streams > 0:
-            await anyio.sleep(0.05)
+        await app.wait_idle()
     app.shutdown_deadline.set()
     with anyio.move_on_after(5.0):
-        while app.metrics.active_streams > 0:
-            await anyio.sleep(0.02)
+        await app.wait_idle()
 
 
 async def _wait_signal() -> None:
