@@ -205,3 +205,19 @@ def test_api_key_is_enforced(tmp_path: Path, worker_class: str) -> None:
         good = openai.OpenAI(base_url=srv.v1, api_key="s3cret", max_retries=0)
         assert good.responses.create(model="m", input="hi").status == "completed"
         assert httpx.get(srv.base_url + "/health").status_code == 200
+
+
+def test_one_log_line_per_request_without_prompt_text(server: Any) -> None:
+    """SPEC H2: one structured line per request with id, status, cause, tokens and timings; no prompt."""
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        client(server).responses.create(model="m", input="secret prompt words")
+    lines = [entry for entry in logs if entry.get("event") == "response"]
+    assert len(lines) == 1
+    line = lines[0]
+    assert line["response_id"].startswith("resp_")
+    assert line["status"] == 200 and line["cause"] == "completed"
+    assert line["input_tokens"] > 0 and line["output_tokens"] > 0
+    assert "duration_s" in line and "ttft_s" in line
+    assert "secret prompt" not in repr(logs)

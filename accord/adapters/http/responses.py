@@ -74,6 +74,7 @@ async def create_response(app: AccordApp, ex: Exchange) -> None:
             await app.finish(prepared, run.log, cause)
         log.info(
             "response",
+            response_id=run.opened.response_id,
             status=ex.status,
             cause=cause,
             stream=bool(request.stream),
