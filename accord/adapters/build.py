@@ -35,7 +35,9 @@ def build_engine(settings: Settings) -> Engine:
     if settings.engine == "local":
         from accord.engine.local import LocalEngine
 
-        engine: Engine = LocalEngine.load(settings.model, max_context=settings.max_context, device=settings.device)
+        engine: Engine = LocalEngine.load(
+            settings.model, max_context=settings.max_context, device=settings.device
+        )
         return engine
     if settings.engine == "remote":
         from accord.engine.remote import build_remote_engine

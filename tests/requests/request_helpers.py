@@ -1,4 +1,4 @@
-"""Shared helpers for the request tests: fixture bodies and a compact, stable view of a Conversation."""
+"""Helpers for the request tests: fixture bodies and a compact, stable view of a Conversation."""
 
 from __future__ import annotations
 

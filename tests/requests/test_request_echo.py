@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
 from openai.types.responses import Response
+from request_helpers import FIXTURES
 
 from accord.adapters.requests import RequestLimits, decode_request, response_echo
 

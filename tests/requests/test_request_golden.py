@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, GOLDEN, conversation_view
+from request_helpers import FIXTURES, GOLDEN, conversation_view
 
 from accord.adapters.requests import NormalizeOptions, RequestLimits, decode_request, normalize
 from accord.errors import RequestError
