@@ -41,13 +41,13 @@ def make_run(rule: Rule, reasoning: str = "none", max_tokens: int | None = None)
     )
 
 
-def run_collect(run: ResponseRun) -> list[dict[str, Any]]:
+def run_collect(run: ResponseRun, backend: str = "asyncio") -> list[dict[str, Any]]:
     out: list[WireEvent] = []
 
     async def emit(events: list[WireEvent]) -> None:
         out.extend(events)
 
-    anyio.run(run.run, emit)
+    anyio.run(run.run, emit, backend=backend)
     return [_to_builtins(e) for e in out]
 
 
@@ -66,12 +66,16 @@ def chunked(draw: st.DrawFn) -> tuple[str, list[str]]:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=chunked(), reasoning=st.sampled_from(["none", "qwen3"]))
-def test_stream_folds_to_completed_body_for_any_chunking(case: tuple[str, list[str]], reasoning: str) -> None:
-    """Invariants 1, 3, 4: the client's fold of the stream is the response.completed body."""
+@given(
+    case=chunked(), reasoning=st.sampled_from(["none", "qwen3"]), backend=st.sampled_from(["asyncio", "trio"])
+)
+def test_stream_folds_to_completed_body_for_any_chunking(
+    case: tuple[str, list[str]], reasoning: str, backend: str
+) -> None:
+    """Invariants 1, 3, 4, on both anyio backends: the client's fold of the stream is the completed body."""
     text, chunks = case
     run = make_run(Rule(output=text, chunks=chunks), reasoning)
-    events = run_collect(run)
+    events = run_collect(run, backend)
     final = check_stream(events)
     assert final["status"] == "completed"
     assert final == _to_builtins(fold(run.log.events).body())
