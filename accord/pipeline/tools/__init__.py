@@ -61,5 +61,17 @@ __all__ = [
     "tool_parser_names",
 ]
 
-# Formats whose calls are reported whole (GLM, Qwen3-Coder, DSML) register themselves.
-from accord.pipeline.tools import _dsml, _glm, _qwen3_coder  # noqa: E402, F401
+# The families register themselves: formats whose calls are reported whole (GLM,
+# Qwen3-Coder, DSML) and formats whose arguments are JSON (Hermes, Llama 3, Mistral,
+# DeepSeek V3/V3.1, Kimi-K2, harmony).
+from accord.pipeline.tools import (  # noqa: E402, F401
+    _deepseek,
+    _dsml,
+    _glm,
+    _harmony,
+    _hermes,
+    _kimi,
+    _llama3,
+    _mistral,
+    _qwen3_coder,
+)

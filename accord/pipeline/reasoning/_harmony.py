@@ -1,0 +1,214 @@
+"""gpt-oss harmony channels -> reasoning, messages and call markup (SPEC P1, protocol.md B10).
+
+An output is a run of messages, ``header<|message|>body`` + an end token, where a header is
+``<|start|>assistant[ to=R]<|channel|>CHANNEL[ to=R][ <|constrain|>json]`` and the first
+message has no ``<|start|>assistant`` (the prompt ends with it). Each message maps by its
+channel and recipient:
+
+- ``analysis``                    -> :class:`Reasoning`
+- ``final`` (or no channel)       -> :class:`Content` (``phase=None``), the answer
+- ``commentary``, no recipient    -> :class:`Content` (``phase="commentary"``), a preamble
+- any channel with ``to=…``       -> the message's markup, verbatim, as one ``phase=None``
+  :class:`Content`: the ``harmony`` tool parser turns it into a call (or, for an undeclared
+  recipient or invalid JSON, releases it as text); with ``tool_choice: "none"`` the ``none``
+  parser keeps it as text (SPEC P9).
+
+What is dropped: the special tokens ``<|start|>``, ``<|channel|>``, ``<|message|>``,
+``<|constrain|>``, ``<|end|>``, ``<|return|>``, ``<|call|>`` and the header text between them
+(role, channel name, content type) of every message that is not a call. They are structure,
+not text the model wrote for a reader (a header that never reaches ``<|message|>`` is dropped
+too). Every character of every message body is kept, in
+order, and text outside any message is content.
+
+No reordering downstream
+------------------------
+The parse stage feeds ``phase=None`` content to the tool parser and passes everything else
+straight through, so the tool parser must never hold text across one of this splitter's
+other segments. Hence a call message is emitted in one piece, and only once its end token
+(``<|call|>``, ``<|end|>`` or ``<|return|>``) has arrived, or at ``finish``; the ``harmony``
+tool parser ends a call at those tokens, so it completes the call within that one feed. A
+call message cut short by the next header without any end token (malformed) is not a call:
+its markup is released as commentary text, so it cannot hold up what follows. Answer text
+never ends in part of a marker (this splitter holds that back), so the tool parser holds
+nothing there either.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+from accord.pipeline.holdback import find_first, split_safe
+from accord.pipeline.reasoning import register
+from accord.pipeline.segments import Content, ParsedSegment, Reasoning
+
+START = "<|start|>"
+CHANNEL = "<|channel|>"
+MESSAGE = "<|message|>"
+CONSTRAIN = "<|constrain|>"
+END = "<|end|>"
+RETURN = "<|return|>"
+CALL = "<|call|>"
+
+_MARKERS = (START, CHANNEL, MESSAGE, CONSTRAIN, END, RETURN, CALL)
+_TERMINATORS = frozenset({END, RETURN, CALL})
+_HEADER_OPENERS = frozenset({START, CHANNEL})
+
+_RECIPIENT = re.compile(r"(?:^|\s)to=\S")
+_CHANNEL_NAME = re.compile(re.escape(CHANNEL) + r"\s*([A-Za-z_]+)")
+
+
+class _Mode(enum.Enum):
+    OUTSIDE = "outside"  # between messages (or before the first header)
+    HEADER = "header"
+    BODY = "body"
+
+
+class _Kind(enum.Enum):
+    REASONING = "reasoning"
+    FINAL = "final"
+    COMMENTARY = "commentary"
+    CALL = "call"
+
+
+def _kind(header: str) -> _Kind:
+    if _RECIPIENT.search(header.replace("<|", " <|")):
+        return _Kind.CALL
+    m = _CHANNEL_NAME.search(header)
+    channel = m.group(1) if m else ""
+    if channel == "analysis":
+        return _Kind.REASONING
+    if channel == "commentary":
+        return _Kind.COMMENTARY
+    return _Kind.FINAL
+
+
+class HarmonySplitter:
+    """A ``ReasoningSplitter`` for gpt-oss; ``thinking`` does not change where output starts."""
+
+    def __init__(self, thinking: bool | None = None) -> None:
+        del thinking
+        self._mode = _Mode.OUTSIDE
+        self._kind = _Kind.FINAL
+        self._held = ""
+        self._header: list[str] = []
+        self._call: list[str] = []
+        self._out: list[ParsedSegment] = []
+
+    def feed(self, text: str) -> list[ParsedSegment]:
+        if not text:
+            return []
+        if not self._held and "<" not in text and self._mode is not _Mode.HEADER:
+            if self._mode is _Mode.OUTSIDE:
+                return [Content(text=text)]
+            if self._kind is _Kind.CALL:
+                self._call.append(text)
+                return []
+            return [self._segment(text)]
+        self._out = []
+        buf, self._held = self._held + text, ""
+        pos = 0
+        while True:
+            at, marker = find_first(buf, _MARKERS, pos)
+            if at < 0:
+                break
+            self._text(buf[pos:at])
+            self._marker(marker)
+            pos = at + len(marker)
+        safe, self._held = split_safe(buf[pos:], _MARKERS)
+        self._text(safe)
+        return self._out
+
+    def finish(self) -> list[ParsedSegment]:
+        self._out = []
+        held, self._held = self._held, ""
+        self._text(held)
+        if self._mode is _Mode.BODY and self._kind is _Kind.CALL:
+            self._emit_call(phase=None)
+        self._header = []
+        self._mode = _Mode.OUTSIDE
+        return self._out
+
+    def _segment(self, text: str) -> ParsedSegment:
+        if self._kind is _Kind.REASONING:
+            return Reasoning(text=text)
+        if self._kind is _Kind.COMMENTARY:
+            return Content(text=text, phase="commentary")
+        return Content(text=text)
+
+    def _text(self, text: str) -> None:
+        if not text:
+            return
+        mode = self._mode
+        if mode is _Mode.OUTSIDE:
+            self._out.append(Content(text=text))
+        elif mode is _Mode.HEADER:
+            self._header.append(text)
+        elif self._kind is _Kind.CALL:
+            self._call.append(text)
+        else:
+            self._out.append(self._segment(text))
+
+    def _marker(self, marker: str) -> None:
+        mode = self._mode
+        if mode is _Mode.HEADER:
+            if marker == MESSAGE:
+                self._header.append(marker)
+                self._open_body()
+            elif marker in _HEADER_OPENERS and (marker == START or CHANNEL in "".join(self._header)):
+                # A new header before this one was finished: the unfinished one is dropped.
+                self._header = [marker]
+            elif marker in _TERMINATORS:
+                self._header = []
+                self._mode = _Mode.OUTSIDE
+            else:
+                self._header.append(marker)
+            return
+        if mode is _Mode.BODY:
+            if marker in _TERMINATORS:
+                if self._kind is _Kind.CALL:
+                    self._call.append(marker)
+                    self._emit_call(phase=None)
+                self._mode = _Mode.OUTSIDE
+                return
+            if marker in _HEADER_OPENERS:
+                if self._kind is _Kind.CALL:
+                    self._emit_call(phase="commentary")
+                self._mode = _Mode.HEADER
+                self._header = [marker]
+                return
+            self._text(marker)  # <|message|> or <|constrain|> inside a body: keep as text
+            return
+        if marker in _HEADER_OPENERS:
+            self._mode = _Mode.HEADER
+            self._header = [marker]
+        elif marker == MESSAGE:
+            self._header = [marker]
+            self._open_body()
+        elif marker == CONSTRAIN:
+            self._text(marker)
+        # An end token between messages is structure: dropped.
+
+    def _open_body(self) -> None:
+        self._mode = _Mode.BODY
+        self._kind = _kind("".join(self._header))
+        self._call = list(self._header) if self._kind is _Kind.CALL else []
+        self._header = []
+
+    def _emit_call(self, phase: str | None) -> None:
+        markup = "".join(self._call)
+        self._call = []
+        if markup:
+            self._out.append(
+                Content(text=markup) if phase is None else Content(text=markup, phase="commentary")
+            )
+
+
+def harmony(thinking: bool | None) -> HarmonySplitter:
+    return HarmonySplitter(thinking)
+
+
+register("harmony", harmony)
+
+
+__all__ = ["HarmonySplitter", "harmony"]

@@ -1,0 +1,76 @@
+"""DeepSeek V3/R1 and V3.1 calls (protocol.md B4, B5).
+
+Both write calls inside ``<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>``, each between
+``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``; they differ only in the call's header:
+
+- ``deepseek_v3``: ``function<｜tool▁sep｜>NAME`` then the arguments in a ```` ```json ```` fence;
+- ``deepseek_v31``: ``NAME<｜tool▁sep｜>`` then the raw arguments (a fence is tolerated).
+
+Each call is reported when its own end marker arrives, so a whole call (or several) in one
+chunk is as good as one split anywhere (vllm #48020). The name is the header up to the
+separator only, so two calls never merge into one (vllm #25405).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from accord.pipeline.segments import ToolCall, ToolSpec
+from accord.pipeline.tools import register
+from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
+from accord.pipeline.tools._jsonscan import is_object_text
+
+SECTION_BEGIN = "<｜tool▁calls▁begin｜>"
+SECTION_END = "<｜tool▁calls▁end｜>"
+CALL_BEGIN = "<｜tool▁call▁begin｜>"
+CALL_END = "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
+
+_FENCE_OPEN = r"(?:```[A-Za-z]*\s*)?"
+_V3_HEADER = re.compile(r"\s*[A-Za-z_]*\s*" + SEP + r"\s*(?P<name>[^\s`<>{}]+)\s*" + _FENCE_OPEN)
+_V31_HEADER = re.compile(r"\s*(?P<name>[^\s`<>{}]+)\s*" + SEP + r"\s*" + _FENCE_OPEN)
+
+
+class DeepSeekFormat(CallFormat):
+    openers = (CALL_BEGIN,)
+    closers = (CALL_END,)
+    soft_closers = (SECTION_END,)
+    section_begins = (SECTION_BEGIN,)
+    section_ends = (SECTION_END,)
+    fence = True
+
+    def __init__(self, header: re.Pattern[str], *, header_only: bool) -> None:
+        self._header = header
+        self.header_only = header_only
+
+    def calls(
+        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+    ) -> list[ToolCall] | None:
+        m = self._header.fullmatch(header)
+        if m is None:
+            return None
+        name = resolve(m.group("name"), tools)
+        if name is None:
+            return None
+        if payload is None:
+            return [ToolCall(name=name, arguments="{}")]
+        if not is_object_text(payload):
+            return None
+        return [ToolCall(name=name, arguments=payload)]
+
+
+_V3 = DeepSeekFormat(_V3_HEADER, header_only=False)
+_V31 = DeepSeekFormat(_V31_HEADER, header_only=True)
+
+
+def deepseek_v3(tools: Sequence[ToolSpec]) -> JsonCallParser:
+    return JsonCallParser(_V3, tools)
+
+
+def deepseek_v31(tools: Sequence[ToolSpec]) -> JsonCallParser:
+    return JsonCallParser(_V31, tools)
+
+
+register("deepseek_v3", deepseek_v3)
+register("deepseek_v31", deepseek_v31)

@@ -1,0 +1,73 @@
+"""Hermes / Qwen2.5 / Qwen3 calls: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (protocol.md B7).
+
+The tags are single tokens in Qwen but plain text in some Hermes fine-tunes, so they may
+arrive split anywhere. The payload is a wrapper object: ``name`` plus ``arguments`` (an
+object, an object encoded as a string, ``null`` or absent for a call without arguments);
+``parameters`` is read as a synonym. A ``</tool_call>`` quoted inside a string argument is
+part of the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accord.pipeline.segments import ToolCall, ToolSpec
+from accord.pipeline.tools import register
+from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
+from accord.pipeline.tools._jsonscan import arguments_text, object_members
+
+
+def wrapper_call(
+    payload: str, tools: Sequence[ToolSpec], *, call_id_key: str | None = None
+) -> ToolCall | None:
+    """One call from a ``{"name": …, "arguments"|"parameters": …}`` object, or ``None``."""
+    members = object_members(payload)
+    if members is None:
+        return None
+    return call_from_members(members, tools, call_id_key=call_id_key)
+
+
+def call_from_members(
+    members: dict[str, tuple[object, str]], tools: Sequence[ToolSpec], *, call_id_key: str | None = None
+) -> ToolCall | None:
+    name_member = members.get("name")
+    if name_member is None or not isinstance(name_member[0], str):
+        return None
+    name = resolve(name_member[0], tools)
+    if name is None:
+        return None
+    arguments = arguments_text(members.get("arguments", members.get("parameters")))
+    if arguments is None:
+        return None
+    call_id = None
+    if call_id_key is not None:
+        id_member = members.get(call_id_key)
+        if id_member is not None and isinstance(id_member[0], str) and id_member[0]:
+            call_id = id_member[0]
+    return ToolCall(name=name, arguments=arguments, call_id=call_id)
+
+
+class HermesFormat(CallFormat):
+    openers = ("<tool_call>",)
+    closers = ("</tool_call>",)
+
+    def header_prefix_ok(self, opener: str, header: str) -> bool:
+        return not header.strip()
+
+    def calls(
+        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+    ) -> list[ToolCall] | None:
+        if payload is None:
+            return None
+        call = wrapper_call(payload, tools)
+        return None if call is None else [call]
+
+
+_FORMAT = HermesFormat()
+
+
+def hermes(tools: Sequence[ToolSpec]) -> JsonCallParser:
+    return JsonCallParser(_FORMAT, tools)
+
+
+register("hermes", hermes)

@@ -1,0 +1,216 @@
+"""JSON pieces shared by the JSON-argument tool formats (Hermes, Llama 3, Mistral, DeepSeek, Kimi, harmony).
+
+:class:`JsonScanner` finds where a JSON object or array ends while its text arrives in
+chunks. It keeps only bracket depth, "inside a string" and "after a backslash", and jumps
+between the characters that can change them with a regex, so each character is looked at
+once however the text was split (SPEC P8). It does not validate: a call's payload is
+validated once, whole, when it has ended. It does reject, at once, a character that cannot
+stand outside a JSON string (``<`` of a restarted ``<tool_call>``, ``T`` of ``[TOOL_CALLS]``),
+which is how a call abandoned mid-way is noticed without waiting for its end.
+
+Validation is strict JSON (RFC 8259): no ``NaN``/``Infinity``, no raw control characters in
+strings, nothing after the value. Argument text is handed on exactly as the model wrote it
+(:func:`object_members` returns each member's raw text), never re-serialised.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: :meth:`JsonScanner.feed` results besides an end index.
+MORE = -1
+INVALID = -2
+
+# Outside a string: the next bracket, quote, or a character no JSON token outside a string
+# contains (the letters are those of true/false/null, the rest of numbers and separators).
+_OUTSIDE = re.compile(r"[^ \t\r\n,:0-9+\-.eEtrufalsn]")
+_INSIDE = re.compile(r'["\\]')
+_WS = re.compile(r"[^ \t\r\n]")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    m = _WS.search(text, i)
+    return len(text) if m is None else m.start()
+
+
+class JsonScanner:
+    """Finds the end of one JSON object or array fed in chunks, starting at its bracket."""
+
+    __slots__ = ("_depth", "_escape", "_in_string")
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+
+    def feed(self, text: str) -> int:
+        """Index in ``text`` just past the closing bracket, or :data:`MORE`, or :data:`INVALID`."""
+        depth, in_string = self._depth, self._in_string
+        i, n = 0, len(text)
+        if self._escape and n:
+            self._escape = False
+            i = 1
+        while i < n:
+            if in_string:
+                m = _INSIDE.search(text, i)
+                if m is None:
+                    break
+                j = m.start()
+                if text[j] == '"':
+                    in_string = False
+                    i = j + 1
+                elif j + 1 < n:
+                    i = j + 2
+                else:
+                    self._escape = True
+                    break
+            else:
+                m = _OUTSIDE.search(text, i)
+                if m is None:
+                    break
+                j = m.start()
+                c = text[j]
+                if c == '"':
+                    in_string = True
+                elif c == "{" or c == "[":
+                    depth += 1
+                elif c == "}" or c == "]":
+                    depth -= 1
+                    if depth == 0:
+                        self._depth, self._in_string = 0, False
+                        return j + 1
+                else:
+                    return INVALID
+                i = j + 1
+        self._depth, self._in_string = depth, in_string
+        return MORE
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _value_at(text: str, i: int) -> tuple[Any, int]:
+    """Decode the strict JSON value at ``text[i]``; ``ValueError`` when there is none."""
+    return _DECODER.raw_decode(text, i)
+
+
+def strict_value(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` when ``text`` is exactly one strict JSON value (whitespace around allowed)."""
+    try:
+        i = _skip_ws(text, 0)
+        value, end = _value_at(text, i)
+    except ValueError:
+        return False, None
+    if _skip_ws(text, end) != len(text):
+        return False, None
+    return True, value
+
+
+def is_object_text(text: str) -> bool:
+    """Whether ``text`` is one strict JSON object."""
+    ok, value = strict_value(text)
+    return ok and isinstance(value, dict)
+
+
+def object_members(text: str) -> dict[str, tuple[Any, str]] | None:
+    """Members of the strict JSON object ``text``: key -> (value, the value's raw text).
+
+    ``None`` unless ``text`` is exactly one object. A repeated key keeps its first value.
+    """
+    try:
+        i = _skip_ws(text, 0)
+        if text[i : i + 1] != "{":
+            return None
+        i = _skip_ws(text, i + 1)
+        members: dict[str, tuple[Any, str]] = {}
+        if text[i : i + 1] == "}":
+            i += 1
+        else:
+            while True:
+                key, i = _value_at(text, i)
+                if not isinstance(key, str):
+                    return None
+                i = _skip_ws(text, i)
+                if text[i : i + 1] != ":":
+                    return None
+                i = _skip_ws(text, i + 1)
+                value, end = _value_at(text, i)
+                members.setdefault(key, (value, text[i:end]))
+                i = _skip_ws(text, end)
+                sep = text[i : i + 1]
+                i = _skip_ws(text, i + 1)
+                if sep == "}":
+                    break
+                if sep != ",":
+                    return None
+    except ValueError:
+        return None
+    if _skip_ws(text, i) != len(text):
+        return None
+    return members
+
+
+def array_elements(text: str) -> list[tuple[Any, str]] | None:
+    """Elements of the strict JSON array ``text``: (value, the value's raw text) each."""
+    try:
+        i = _skip_ws(text, 0)
+        if text[i : i + 1] != "[":
+            return None
+        i = _skip_ws(text, i + 1)
+        elements: list[tuple[Any, str]] = []
+        if text[i : i + 1] == "]":
+            i += 1
+        else:
+            while True:
+                value, end = _value_at(text, i)
+                elements.append((value, text[i:end]))
+                i = _skip_ws(text, end)
+                sep = text[i : i + 1]
+                i = _skip_ws(text, i + 1)
+                if sep == "]":
+                    break
+                if sep != ",":
+                    return None
+    except ValueError:
+        return None
+    if _skip_ws(text, i) != len(text):
+        return None
+    return elements
+
+
+def arguments_text(member: tuple[Any, str] | None) -> str | None:
+    """The arguments of a call as JSON object text, from a wrapper's ``arguments`` member.
+
+    An object is taken as written; a string holding an object (some models encode the
+    arguments twice) gives that inner text; a missing or ``null`` member is a call without
+    arguments, ``"{}"``. Anything else is not a call.
+    """
+    if member is None:
+        return "{}"
+    value, raw = member
+    if value is None:
+        return "{}"
+    if isinstance(value, dict):
+        return raw
+    if isinstance(value, str):
+        inner = value.strip()
+        return inner if is_object_text(inner) else None
+    return None
+
+
+__all__ = [
+    "INVALID",
+    "MORE",
+    "JsonScanner",
+    "arguments_text",
+    "array_elements",
+    "is_object_text",
+    "object_members",
+    "strict_value",
+]

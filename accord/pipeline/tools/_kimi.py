@@ -1,0 +1,63 @@
+"""Kimi-K2 calls (protocol.md B9).
+
+``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>``
+(the section markers also come spelled ``tool_call_section``). The model's id
+``functions.NAME:IDX`` is the call's ``call_id``: the model expects to see that same id on
+the tool result, so the item tracker uses it (or maps it) rather than minting one.
+
+Each call is reported when its ``<|tool_call_end|>`` arrives, so calls before a cut-off
+section survive (dynamo #8208), and a call whose end marker never came is still reported at
+the end when its arguments are complete.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from accord.pipeline.segments import ToolCall, ToolSpec
+from accord.pipeline.tools import register
+from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
+from accord.pipeline.tools._jsonscan import is_object_text
+
+ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
+_HEADER = re.compile(r"\s*(?P<id>[^\s<>{}]+)\s*" + re.escape(ARGUMENT_BEGIN) + r"\s*")
+_ID = re.compile(r"(?:functions\.)?(?P<name>.+):\d+")
+
+
+class KimiFormat(CallFormat):
+    openers = ("<|tool_call_begin|>",)
+    closers = ("<|tool_call_end|>",)
+    section_begins = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
+    section_ends = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
+    soft_closers = section_ends
+    header_only = True
+
+    def calls(
+        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+    ) -> list[ToolCall] | None:
+        m = _HEADER.fullmatch(header)
+        if m is None:
+            return None
+        call_id = m.group("id")
+        named = _ID.fullmatch(call_id)
+        name = resolve(named.group("name") if named else call_id, tools)
+        if name is None:
+            return None
+        if payload is None:
+            arguments = "{}"
+        elif is_object_text(payload):
+            arguments = payload
+        else:
+            return None
+        return [ToolCall(name=name, arguments=arguments, call_id=call_id)]
+
+
+_FORMAT = KimiFormat()
+
+
+def kimi_k2(tools: Sequence[ToolSpec]) -> JsonCallParser:
+    return JsonCallParser(_FORMAT, tools)
+
+
+register("kimi_k2", kimi_k2)
