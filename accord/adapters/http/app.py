@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import re
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
 import anyio
 import structlog
@@ -23,6 +24,8 @@ log = structlog.get_logger("accord.http")
 Handler = Callable[["AccordApp", Exchange], Awaitable[None]]
 Route = tuple[str, re.Pattern[str], Handler]
 FinishHook = Callable[[Prepared, EventLog, str], Awaitable[None]]
+TerminalHook = Callable[[Prepared, EventLog], Awaitable[None]]
+BackgroundStarter = Callable[["AccordApp", Exchange, Prepared], Awaitable[None]]
 
 _OPEN_PATHS = frozenset({"/health", "/version"})
 
@@ -67,6 +70,13 @@ class AccordApp:
         #: Set whenever no stream is open (the drain waits on it).
         self._idle = LazyEvent()
         self.finish_hooks: list[FinishHook] = []
+        #: Awaited just before a response's terminal event goes out, so that what they record
+        #: (the store) is visible to every reader the moment a client has seen the end.
+        self.terminal_hooks: list[TerminalHook] = []
+        #: Entered at startup and left at shutdown, in reverse order (pools, long-lived tasks).
+        self.lifespan_hooks: list[Callable[[], AbstractAsyncContextManager[None]]] = []
+        #: Runs ``background: true`` requests; None where nothing can hold them (no store).
+        self.background: BackgroundStarter | None = None
         self.model_lister: Callable[[], Awaitable[list[str]]] | None = None
         self.routes: list[Route] = []
         self.add_route("POST", r"/v1/responses", create_response)
@@ -103,6 +113,13 @@ class AccordApp:
                 await hook(prepared, log_, cause)
             except Exception:
                 log.exception("finish hook failed", cause=cause)
+
+    async def before_terminal(self, prepared: Prepared, log_: EventLog) -> None:
+        for hook in self.terminal_hooks:
+            try:
+                await hook(prepared, log_)
+            except Exception:
+                log.exception("terminal hook failed")
 
     def _authorised(self, ex: Exchange) -> bool:
         key = self.settings.api_key
@@ -156,13 +173,21 @@ class AccordApp:
         raise RequestError(f"no route for {ex.method} {ex.path}", status=404, code="not_found")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        async with AsyncExitStack() as stack:
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    try:
+                        for hook in self.lifespan_hooks:
+                            await stack.enter_async_context(hook())
+                    except Exception as exc:
+                        log.exception("startup failed")
+                        await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
+                        return
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    break
+        await send({"type": "lifespan.shutdown.complete"})
 
 
 def _route_name(path: str) -> str:

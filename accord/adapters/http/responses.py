@@ -13,7 +13,7 @@ from accord.adapters.http.exchange import Exchange, error_body
 from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
 from accord.adapters.service import Prepared
 from accord.errors import RequestError
-from accord.events.wire import EventLog, WireEvent
+from accord.events.wire import TERMINAL_TYPES, EventLog, WireEvent
 
 if TYPE_CHECKING:
     from accord.adapters.http.app import AccordApp
@@ -50,6 +50,12 @@ async def create_response(app: AccordApp, ex: Exchange) -> None:
             "server is shutting down", status=503, code="server_shutting_down", type="server_error"
         )
     prepared = await app.service.prepare(request)
+    if request.background:
+        # S4: the run outlives this exchange; whoever holds background runs answers it.
+        if app.background is None:
+            raise RequestError("background responses need a response store", param="background")
+        await app.background(app, ex, prepared)
+        return
     run = prepared.run
     structlog.contextvars.bind_contextvars(response_id=run.opened.response_id)
     try:
@@ -95,6 +101,14 @@ async def _run_watched(
     """Run the response; a client disconnect or a shutdown deadline cancels it."""
     run = prepared.run
     shutdown_cancelled = False
+
+    async def committed(events: list[WireEvent]) -> None:
+        # The terminal hooks (the store) finish before the client can see the end.
+        if events and isinstance(events[-1], TERMINAL_TYPES):
+            with anyio.CancelScope(shield=True):
+                await app.before_terminal(prepared, run.log)
+        await emit(events)
+
     async with anyio.create_task_group() as tg:
 
         async def watch_disconnect() -> None:
@@ -109,10 +123,10 @@ async def _run_watched(
 
         tg.start_soon(watch_disconnect)
         tg.start_soon(watch_shutdown)
-        await run.run(emit)
+        await run.run(committed)
         tg.cancel_scope.cancel()
     if shutdown_cancelled and not run.log.terminated and not ex.disconnected:
-        await run.end_early("server_shutting_down", "the server is shutting down", emit)
+        await run.end_early("server_shutting_down", "the server is shutting down", committed)
 
 
 async def _stream(app: AccordApp, ex: Exchange, prepared: Prepared, started: float) -> None:
