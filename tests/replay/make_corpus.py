@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from tests.replay.builders import Event, StreamBuilder, number, to_sse
 
