@@ -206,6 +206,11 @@ class Snapshot:
         if not self._opened and not isinstance(event, Opened):
             raise FoldError(f"{type(event).__name__} before Opened")
         match event:
+            case TextAppended():
+                item = self._open_item(event.output_index)
+                if not 0 <= event.content_index < len(item.parts):
+                    raise FoldError(f"text for missing part {event.content_index}")
+                item.parts[event.content_index].pieces.append(event.delta)
             case Opened():
                 if self._opened:
                     raise FoldError("Opened twice")
@@ -227,11 +232,6 @@ class Snapshot:
                 if event.content_index != len(item.parts):
                     raise FoldError(f"part added at {event.content_index}, expected {len(item.parts)}")
                 item.parts.append(_Part(event.part))
-            case TextAppended():
-                item = self._open_item(event.output_index)
-                if not 0 <= event.content_index < len(item.parts):
-                    raise FoldError(f"text for missing part {event.content_index}")
-                item.parts[event.content_index].pieces.append(event.delta)
             case ArgumentsAppended():
                 item = self._open_item(event.output_index)
                 if not isinstance(item.first, (FunctionCallItem, CustomToolCallItem)):

@@ -238,6 +238,19 @@ def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) ->
     their done-events go out ahead of the terminal one.
     """
     match event:
+        case TextAppended():
+            state = snapshot.items[event.output_index]
+            kind = state.parts[event.content_index].kind
+            i, ci, d = event.output_index, event.content_index, event.delta
+            if kind == "output_text":
+                return [
+                    OutputTextDelta(
+                        item_id=state.item_id, output_index=i, content_index=ci, delta=d, logprobs=[]
+                    )
+                ]
+            if kind == "refusal":
+                return [RefusalDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
+            return [ReasoningTextDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
         case Opened():
             body = snapshot.body()
             return [ResponseCreated(response=body), ResponseInProgress(response=body)]
@@ -253,19 +266,6 @@ def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) ->
                     part=_empty_part(event.part),
                 )
             ]
-        case TextAppended():
-            state = snapshot.items[event.output_index]
-            kind = state.parts[event.content_index].kind
-            i, ci, d = event.output_index, event.content_index, event.delta
-            if kind == "output_text":
-                return [
-                    OutputTextDelta(
-                        item_id=state.item_id, output_index=i, content_index=ci, delta=d, logprobs=[]
-                    )
-                ]
-            if kind == "refusal":
-                return [RefusalDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
-            return [ReasoningTextDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
         case ArgumentsAppended():
             state = snapshot.items[event.output_index]
             if isinstance(state.first, FunctionCallItem):
@@ -298,6 +298,9 @@ def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) ->
             raise TypeError(f"cannot project {event!r}")
 
 
+_TERMINAL_EVENTS = frozenset({Completed, Incomplete, Failed, Cancelled})
+
+
 class EventLog:
     """One response's log: append folds the event and returns its projection."""
 
@@ -312,11 +315,7 @@ class EventLog:
         return self.snapshot.terminal is not None
 
     def append(self, event: ResponseEvent) -> list[WireEvent]:
-        open_before = (
-            self.snapshot.open_indices()
-            if isinstance(event, (Completed, Incomplete, Failed, Cancelled))
-            else []
-        )
+        open_before = self.snapshot.open_indices() if type(event) in _TERMINAL_EVENTS else []
         self.snapshot.apply(event)
         self.events.append(event)
         wire = project(event, self.snapshot, open_before)

@@ -213,6 +213,11 @@ def test_one_log_line_per_request_without_prompt_text(server: Any) -> None:
 
     with capture_logs() as logs:
         client(server).responses.create(model="m", input="secret prompt words")
+        # The line is written once the body has gone out, so it may land just after the reply.
+        for _ in range(100):
+            if any(entry.get("event") == "response" for entry in logs):
+                break
+            httpx.get(server.base_url + "/health")
     lines = [entry for entry in logs if entry.get("event") == "response"]
     assert len(lines) == 1
     line = lines[0]
