@@ -166,3 +166,20 @@ def test_validation_message_with_a_huge_value_is_capped() -> None:
 def test_function_call_history_decodes() -> None:
     req = decode({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]})
     assert isinstance(req.input, list) and isinstance(req.input[0], FunctionCall)
+
+
+def test_chat_completions_text_parts_are_read_as_input_text_in_messages_and_tool_outputs() -> None:
+    req = decode(
+        {
+            "input": [
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"type": "function_call_output", "call_id": "c", "output": [{"type": "text", "text": "ok"}]},
+            ]
+        }
+    )
+    assert isinstance(req.input, list) and len(req.input) == 2
+
+
+def test_tool_output_part_without_type_names_its_path() -> None:
+    err = refused({"input": [{"type": "function_call_output", "call_id": "c", "output": [{"text": "x"}]}]})
+    assert err.param == "input[0].output[0].type"

@@ -25,7 +25,7 @@ TOOLS = {
         ("deepseek_v32", "deepseek_v3", "deepseek_v32"),
         ("glm45", "glm45", "glm45"),
         ("glm47", "glm47", "glm47"),
-        ("kimi_k2", "qwen3", "kimi_k2"),
+        ("kimi_k2", "glm45", "kimi_k2"),
         ("gpt_oss", "harmony", "harmony"),
         ("llama3", "none", "llama3_json"),
         ("mistral", "mistral", "mistral"),

@@ -162,7 +162,7 @@ def _tag_item(item: dict[str, Any], path: str) -> None:
             item["type"] = "item_reference"
         else:
             raise RequestError(f"Input item {path} has no 'type'.", param=f"{path}.type")
-        return
+        kind = item["type"]
     if not isinstance(kind, str):
         return  # msgspec names the wrong type
     if kind in REFUSED_ITEM_TYPES:
@@ -173,8 +173,9 @@ def _tag_item(item: dict[str, Any], path: str) -> None:
         )
     if kind not in ITEM_TYPES:
         raise RequestError(f"Input item {path} has an unknown type '{kind}'.", param=f"{path}.type")
-    if kind == "message":
-        content = item.get("content")
+    if kind in ("message", "function_call_output", "custom_tool_call_output"):
+        field = "content" if kind == "message" else "output"
+        content = item.get(field)
         if isinstance(content, list):
             for j, part in enumerate(content):
                 if isinstance(part, dict) and part.get("type") == "text":
@@ -182,8 +183,8 @@ def _tag_item(item: dict[str, Any], path: str) -> None:
                     part["type"] = "input_text"
                 elif isinstance(part, dict) and "type" not in part:
                     raise RequestError(
-                        f"Content part {path}.content[{j}] has no 'type'.",
-                        param=f"{path}.content[{j}].type",
+                        f"Content part {path}.{field}[{j}] has no 'type'.",
+                        param=f"{path}.{field}[{j}].type",
                     )
 
 
