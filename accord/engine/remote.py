@@ -1,0 +1,209 @@
+"""Remote engines: OpenAI-compatible completion servers as accord's token source (SPEC E4).
+
+vLLM, SGLang, TensorRT-LLM and llama.cpp servers do the generating; accord keeps every
+Responses semantic (rendering, parsing, items, events, usage). The prompt is rendered
+here from the model's own template and, when the model's tokenizer can be rebuilt from
+``--model``, sent as token ids: the upstream then runs exactly the tokens the template
+produced, and accord knows the prompt's size before the upstream answers. The output
+comes back as raw text through ``/v1/completions`` -- never chat completions, whose
+server-side template and parsers would make a second, different interpretation.
+
+``--upstream URL`` may be repeated: see :mod:`accord.engine.upstream._pool` for health,
+least-loaded routing and ``prompt_cache_key`` affinity, and
+:mod:`accord.engine.upstream._calls` for what is retried. With ``--prefill-upstream``
+and ``--decode-upstream`` pools the engine is :class:`accord.engine.disagg.DisaggEngine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from accord.config import Settings
+from accord.engine import tokens
+from accord.engine.protocol import GenerationRequest
+from accord.engine.upstream import (
+    DEFAULT_RETRY,
+    HttpSession,
+    ModelFiles,
+    RetryPolicy,
+    StreamReader,
+    TextTokenizer,
+    Upstream,
+    UpstreamPool,
+    load_model_files,
+    stream_completion,
+)
+from accord.events.generation import EngineFailed, GenerationOutput
+
+#: Prompts longer than this many characters are tokenised off the event loop.
+_TOKENISE_INLINE_CHARS = 16_384
+
+
+class UpstreamEngine:
+    """What every upstream-backed engine shares: the prompt side and the request body."""
+
+    def __init__(
+        self,
+        *,
+        files: ModelFiles | None = None,
+        model_name: str | None = None,
+        max_context: int | None = None,
+        http: HttpSession | None = None,
+    ) -> None:
+        self.http = http or HttpSession()
+        self.tokenizer: TextTokenizer | None = files.tokenizer if files else None
+        # Read by the service builder to render prompts with the model's own template.
+        self.chat_template: str | None = files.chat_template if files else None
+        self.bos_token = files.bos_token if files else ""
+        self.eos_token = files.eos_token if files else ""
+        #: The name to send upstream; None: the id each upstream reports serving.
+        self.served_model = model_name
+        self.max_context = max_context
+
+    def pools(self) -> list[UpstreamPool]:
+        raise NotImplementedError
+
+    @property
+    def model_name(self) -> str:
+        if self.served_model:
+            return self.served_model
+        known = [m for pool in self.pools() for u in pool.upstreams for m in u.models]
+        return known[0] if known else "remote"
+
+    async def count_tokens(self, prompt: str) -> int:
+        if self.tokenizer is None:
+            return tokens.count(prompt)
+        return len(await self.encode(prompt))
+
+    async def encode(self, text: str) -> list[int]:
+        assert self.tokenizer is not None
+        if len(text) <= _TOKENISE_INLINE_CHARS:
+            return self.tokenizer.encode(text)
+        return await anyio.to_thread.run_sync(self.tokenizer.encode, text)
+
+    def count_text(self, text: str) -> int:
+        return self.tokenizer.count(text) if self.tokenizer is not None else tokens.count(text)
+
+    async def prompt_of(self, request: GenerationRequest) -> tuple[str | list[int], int | None]:
+        """The prompt as sent upstream (token ids when we have them) and its size when known."""
+        if request.prompt_token_ids is not None:
+            return list(request.prompt_token_ids), len(request.prompt_token_ids)
+        if self.tokenizer is not None:
+            ids = await self.encode(request.prompt)
+            return ids, len(ids)
+        return request.prompt, None
+
+    def over_length(self, prompt_tokens: int | None) -> EngineFailed | None:
+        if self.max_context is None or prompt_tokens is None or prompt_tokens <= self.max_context:
+            return None
+        return EngineFailed(
+            failure="context_length_exceeded",
+            message=(
+                f"This model's maximum context length is {self.max_context} tokens. However, your "
+                f"prompt is {prompt_tokens} tokens. Please reduce the length of the messages."
+            ),
+            prompt_tokens=prompt_tokens,
+        )
+
+    def body(self, request: GenerationRequest, prompt: str | list[int]) -> dict[str, Any]:
+        """The ``/v1/completions`` body, less what depends on the upstream (see ``per_upstream``)."""
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # vLLM extensions, ignored by servers that lack them: token ids per chunk, and the
+            # raw text with its special tokens (the parsers need tool and channel markup).
+            "return_token_ids": True,
+            "skip_special_tokens": False,
+        }
+        if isinstance(prompt, str):
+            # The rendered template spells out BOS itself; a server must not add another.
+            body["add_special_tokens"] = False
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        sampling = request.sampling
+        for name in ("temperature", "top_p", "top_k", "seed"):
+            value = getattr(sampling, name)
+            if value is not None:
+                body[name] = value
+        if request.stop:
+            body["stop"] = list(request.stop)
+        return body
+
+    def per_upstream(self, prompt_tokens: int | None, upstream: Upstream) -> dict[str, Any]:
+        """Model id and default budget for one upstream (the body's own fields take precedence)."""
+        extra: dict[str, Any] = {}
+        model = self.served_model or (upstream.models[0] if upstream.models else None)
+        if model:
+            extra["model"] = model
+        if upstream.max_model_len is not None and prompt_tokens is not None:
+            extra["max_tokens"] = max(1, upstream.max_model_len - prompt_tokens)
+        else:
+            # vLLM reads an explicit null as "up to the context length" (its default is 16).
+            extra["max_tokens"] = None
+        return extra
+
+    async def upstream_models(self) -> list[str]:
+        """Model ids the upstreams serve now (``/v1/models``); raises NoHealthyUpstream."""
+        return await self.pools()[0].list_models()
+
+    def statistics(self) -> dict[str, Any]:
+        return {"pools": [pool.statistics() for pool in self.pools()]}
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+class RemoteEngine(UpstreamEngine):
+    """One pool of interchangeable upstreams."""
+
+    def __init__(self, urls: list[str], *, retry: RetryPolicy = DEFAULT_RETRY, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pool = UpstreamPool(urls, self.http)
+        self.retry = retry
+
+    def pools(self) -> list[UpstreamPool]:
+        return [self.pool]
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
+        prompt, prompt_tokens = await self.prompt_of(request)
+        if (rejected := self.over_length(prompt_tokens)) is not None:
+            yield rejected
+            return
+        events = stream_completion(
+            self.pool,
+            self.body(request, prompt),
+            key=request.cache_key,
+            request_id=request.request_id,
+            reader=partial(StreamReader, count=self.count_text, prompt_tokens=prompt_tokens),
+            policy=self.retry,
+            extra=partial(self.per_upstream, prompt_tokens),
+        )
+        async with aclosing(events):
+            async for event in events:
+                yield event
+
+
+def build_remote_engine(settings: Settings) -> UpstreamEngine:
+    """``--engine remote``: one pool (``--upstream``) or a prefill/decode split."""
+    files = load_model_files(settings.model) if settings.model is not None else None
+    common: dict[str, Any] = {
+        "files": files,
+        "model_name": settings.model_name,
+        "max_context": settings.max_context,
+    }
+    if settings.prefill_upstream or settings.decode_upstream:
+        if not (settings.prefill_upstream and settings.decode_upstream):
+            raise ValueError("a prefill/decode split needs both --prefill-upstream and --decode-upstream")
+        from accord.engine.disagg import DisaggEngine
+
+        return DisaggEngine(settings.prefill_upstream, settings.decode_upstream, **common)
+    if not settings.upstream:
+        raise ValueError("--engine remote needs --upstream URL (or --prefill-upstream and --decode-upstream)")
+    return RemoteEngine(settings.upstream, **common)

@@ -1,0 +1,28 @@
+"""Talking to OpenAI-compatible completion servers: wire, pool, calls, model files."""
+
+from ._calls import DEFAULT_RETRY, RetryPolicy, WholeCompletion, post_completion, stream_completion
+from ._model_files import ModelFiles, TextTokenizer, load_model_files
+from ._pool import HttpSession, NoHealthyUpstream, Upstream, UpstreamPool, base_url
+from ._wire import CompletionBody, SSEDecoder, StreamReader, decode_body, failure_in_stream, failure_of
+
+__all__ = [
+    "DEFAULT_RETRY",
+    "CompletionBody",
+    "HttpSession",
+    "ModelFiles",
+    "NoHealthyUpstream",
+    "RetryPolicy",
+    "SSEDecoder",
+    "StreamReader",
+    "TextTokenizer",
+    "Upstream",
+    "UpstreamPool",
+    "WholeCompletion",
+    "base_url",
+    "decode_body",
+    "failure_in_stream",
+    "failure_of",
+    "load_model_files",
+    "post_completion",
+    "stream_completion",
+]
