@@ -203,6 +203,20 @@ def test_deepseek_v3_lists_tools_it_does_not_render_itself(deepseek: PromptRende
     assert "Answer in one line." in prompt.split("<｜User｜>")[0]
 
 
+def test_deepseek_v3_keeps_the_calls_of_a_turn_that_also_spoke(deepseek: PromptRenderer) -> None:
+    body = two_calls()
+    body["input"].insert(
+        3,
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Checking both."}],
+        },
+    )
+    prompt = deepseek.render(conv_of(body))
+    assert "<｜Assistant｜>Checking both.<｜end▁of▁sentence｜><｜Assistant｜><｜tool▁calls▁begin｜>" in prompt
+
+
 # --- SmolLM2 (ChatML in a GGUF) ----------------------------------------------------------
 
 

@@ -133,3 +133,20 @@ def with_calls_in_text(messages: list[dict[str, Any]], *, results: bool) -> list
     for message in out:
         message.pop("_tool_responses", None)
     return out
+
+
+def with_text_apart_from_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turns with text and calls as two turns, for templates that render calls only without text.
+
+    DeepSeek-V3's template renders a turn's calls only when its content is None, so a turn
+    that said something and then called would lose its calls, and its results their call.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("tool_calls") and message["content"]:
+            out.append({k: v for k, v in message.items() if k != "tool_calls"})
+            calls = {k: v for k, v in message.items() if k not in ("reasoning_content", "thinking")}
+            out.append({**calls, "content": None})
+        else:
+            out.append(message)
+    return out

@@ -21,7 +21,13 @@ import msgspec
 from accord.adapters.requests import Conversation
 from accord.errors import RequestError
 
-from ._dicts import message_dict, tool_dicts, with_calls_in_text, with_tools_in_system
+from ._dicts import (
+    message_dict,
+    tool_dicts,
+    with_calls_in_text,
+    with_text_apart_from_calls,
+    with_tools_in_system,
+)
 from ._jinja import TemplateRaised, arguments_value, make_environment
 from ._loading import load_template_files
 from ._plain import render_plain
@@ -126,6 +132,8 @@ class PromptRenderer:
         tools = tool_dicts(conv.tools) if conv.tools else None
         if not traits.calls:
             messages = with_calls_in_text(messages, results=not traits.results)
+        elif traits.call_content is None:
+            messages = with_text_apart_from_calls(messages)
         if tools and not traits.tools:
             messages = with_tools_in_system(messages, conv.tools, call_format=not traits.calls)
             tools = None
