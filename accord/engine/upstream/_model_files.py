@@ -19,6 +19,8 @@ sees, which is worse than sending text.
 from __future__ import annotations
 
 import json
+import mmap
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,44 +126,80 @@ def _token_text(value: Any) -> str:
 
 
 def _from_gguf(path: Path) -> ModelFiles:
-    import gguf  # slow to import; only needed here
-
-    reader = gguf.GGUFReader(str(path))
-
-    def string(key: str) -> str | None:
-        field = reader.fields.get(key)
-        return None if field is None else bytes(field.parts[field.data[0]]).decode("utf-8")
-
-    def strings(key: str) -> list[str]:
-        field = reader.fields.get(key)
-        if field is None:
-            return []
-        return [bytes(field.parts[i]).decode("utf-8", errors="replace") for i in field.data]
-
-    def integers(key: str) -> list[int]:
-        field = reader.fields.get(key)
-        return [] if field is None else [int(field.parts[i][0]) for i in field.data]
-
-    tokens = strings("tokenizer.ggml.tokens")
+    meta = read_gguf_metadata(path)
+    tokens: list[str] = meta.get("tokenizer.ggml.tokens", [])
 
     def special(key: str) -> str:
-        ids = integers(key)
-        return tokens[ids[0]] if ids and 0 <= ids[0] < len(tokens) else ""
+        token_id = meta.get(key)
+        return tokens[token_id] if isinstance(token_id, int) and 0 <= token_id < len(tokens) else ""
 
-    model, pre = string("tokenizer.ggml.model"), string("tokenizer.ggml.pre") or "default"
+    model, pre = meta.get("tokenizer.ggml.model"), meta.get("tokenizer.ggml.pre") or "default"
     tokenizer = None
     if model == "gpt2" and pre in _PRE:
         tokenizer = _byte_level_bpe(
-            tokens, strings("tokenizer.ggml.merges"), integers("tokenizer.ggml.token_type"), _PRE[pre]
+            tokens,
+            meta.get("tokenizer.ggml.merges", []),
+            meta.get("tokenizer.ggml.token_type", []),
+            _PRE[pre],
         )
     else:
         log.warning("no tokenizer rebuilt from GGUF; prompts go upstream as text", model=model, pre=pre)
+    template = meta.get("tokenizer.chat_template")
     return ModelFiles(
         tokenizer=tokenizer,
-        chat_template=string("tokenizer.chat_template"),
+        chat_template=template if isinstance(template, str) else None,
         bos_token=special("tokenizer.ggml.bos_token_id"),
         eos_token=special("tokenizer.ggml.eos_token_id"),
     )
+
+
+# GGUF value types -> struct format of one scalar (8: string, 9: array).
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def read_gguf_metadata(path: Path) -> dict[str, Any]:
+    """The key/value header of a GGUF file (v2, v3), read without touching its tensors.
+
+    The ``gguf`` package's reader builds a numpy view per array element -- seconds for a
+    49k-token vocabulary -- when all a remote engine needs is the strings; this walks the
+    header once with ``struct``.
+    """
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != b"GGUF":
+            raise ValueError(f"{path} is not a GGUF file")
+        version, _, kv_count = struct.unpack_from("<IQQ", data, 4)
+        if version not in (2, 3):
+            raise ValueError(f"{path}: GGUF version {version} is not supported")
+        pos = 24
+        meta: dict[str, Any] = {}
+
+        def string(at: int) -> tuple[str, int]:
+            (size,) = struct.unpack_from("<Q", data, at)
+            end = at + 8 + size
+            return data[at + 8 : end].decode("utf-8", errors="replace"), end
+
+        def value(kind: int, at: int) -> tuple[Any, int]:
+            if kind == 8:
+                return string(at)
+            if kind == 9:
+                item, count = struct.unpack_from("<IQ", data, at)
+                at += 12
+                if item in _SCALARS:
+                    fmt = f"<{count}{_SCALARS[item]}"
+                    return list(struct.unpack_from(fmt, data, at)), at + struct.calcsize(fmt)
+                items = []
+                for _ in range(count):
+                    one, at = value(item, at)
+                    items.append(one)
+                return items, at
+            fmt = "<" + _SCALARS[kind]
+            return struct.unpack_from(fmt, data, at)[0], at + struct.calcsize(fmt)
+
+        for _ in range(kv_count):
+            key, pos = string(pos)
+            (kind,) = struct.unpack_from("<I", data, pos)
+            meta[key], pos = value(kind, pos + 4)
+        return meta
 
 
 def _byte_level_bpe(

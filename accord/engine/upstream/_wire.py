@@ -152,12 +152,15 @@ def failure_of(status: int, raw: bytes) -> EngineFailed:
 
 
 def failure_in_stream(info: ErrorInfo) -> EngineFailed:
-    """An error event inside a 200 stream (vLLM sends ``data: {"error": ...}`` then ``[DONE]``)."""
-    code = info.code
-    status = code if isinstance(code, int) else (400 if isinstance(code, str) and code else 500)
+    """An error event inside a 200 stream (vLLM sends ``data: {"error": ...}`` then ``[DONE]``).
+
+    Past the start of a stream a failure is nearly always the server's (an engine that
+    died, a request it aborted); only an explicit client-error code keeps its message.
+    """
     if _is_over_length(info, info.message):
         return EngineFailed(failure="context_length_exceeded", message=info.message)
-    if 400 <= status < 500:
+    code, kind = info.code, (info.type or "").lower()
+    if (isinstance(code, int) and 400 <= code < 500) or kind in ("badrequesterror", "invalid_request_error"):
         return EngineFailed(failure="engine_error", message=info.message or "upstream rejected the request")
     return EngineFailed(failure="upstream_error", message="upstream failed during generation")
 
