@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import anyio
 import msgspec
+import structlog
 
 from accord.adapters.http.responses import termination_cause
 from accord.adapters.requests import ResponsesRequest
@@ -242,7 +243,9 @@ async def replay_paths(paths: list[Path], rechunk_seed: int | None) -> list[Repl
         if rechunk_seed is not None:
             rng = random.Random(rechunk_seed ^ zlib.crc32(path.name.encode()))
         try:
-            results.append(await replay_trace(trace, cache, rng))
+            # A replayed failure logs as the original did; the verdict below is what a replay reports.
+            with structlog.testing.capture_logs():
+                results.append(await replay_trace(trace, cache, rng))
         except (KeyError, ValueError) as exc:
             results.append(ReplayResult(source=str(path), error=f"cannot replay: {exc}"))
     return results
