@@ -13,7 +13,7 @@ import io
 import pytest
 
 from accord.events.generation import GenerationOutput
-from accord.pipeline.parse import ParseStage
+from accord.pipeline.parse import End, ParseStage
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning, ToolSpec
 from accord.replay.fuzz_pipeline import Case, Family, check_case, corpus_families, run_pipeline_fuzz
 
@@ -65,7 +65,7 @@ def test_a_sound_chain_passes_a_seeded_run() -> None:
 def test_a_planted_reasoning_loss_is_found_and_shrunk(monkeypatch: pytest.MonkeyPatch) -> None:
     feed = ParseStage.feed
 
-    def drops_reasoning_before_text(self: ParseStage, event: GenerationOutput) -> list[ParsedSegment]:
+    def drops_reasoning_before_text(self: ParseStage, event: GenerationOutput) -> list[ParsedSegment | End]:
         segments = feed(self, event)
         if any(isinstance(s, Content) for s in segments):
             return [s for s in segments if not isinstance(s, Reasoning)]
