@@ -30,8 +30,11 @@ the restart and the abandoned prefix is text, and an unterminated call at ``fini
 by the token budget) is still reported at ``finish``.
 
 Every decision depends only on the text, never on where a chunk ended, so streaming gives
-the whole-text segments (SPEC P3). Chunks of a call are collected in a list and joined once;
-the only text looked at twice is a failed call's body, re-read once as text.
+the whole-text segments (SPEC P3). The parser walks each buffer by position and never copies
+what is left of it: markers are found with a :class:`MarkerFinder`, a call's chunks are
+collected in a list and joined once, and a failed call that began in the same buffer is
+re-read by moving back to just after its opener. The only text looked at twice is a failed
+call's body.
 
 Section markers (Kimi's ``<|tool_calls_section_begin|>``, DeepSeek's ``<｜tool▁calls▁begin｜>``)
 and Llama 3's ``;`` between calls are markup only when calls follow: a section opener is held
@@ -46,6 +49,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from accord.pipeline._finder import MarkerFinder
 from accord.pipeline.holdback import find_first, split_safe
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools._jsonscan import INVALID, MORE, JsonScanner
@@ -59,6 +63,8 @@ HEAD_LEN = 64
 _NOT_WS = re.compile(r"[^ \t\r\n]")
 _NOT_SEP = re.compile(r"[^ \t\r\n;]")
 _FENCE = "```"
+#: Tail text examined per step (whitespace runs longer than this take several steps).
+_TAIL_STEP = 256
 
 
 def _skip_ws(text: str, i: int) -> int:
@@ -132,7 +138,10 @@ class JsonCallParser:
         self._section_ok = False
         self._bare = fmt.bare_calls
         self._after_call = False
+        # The open call: its opener, where its body starts in the current buffer (-1: in an
+        # earlier one), and what of it has been taken in so far.
         self._opener = ""
+        self._opened_at = -1
         self._header = ""
         self._payload: list[str] = []
         self._payload_text = ""
@@ -142,6 +151,9 @@ class JsonCallParser:
         self._tail = ""
         self._tail_pos = 0
         self._fenced = False
+        # A buffer to continue with instead of the current one (a failed call from an earlier
+        # chunk, read again), with the position to start at.
+        self._switch: tuple[str, int] | None = None
         self._out: list[ParsedSegment] = []
 
     # -- ToolCallParser ------------------------------------------------------------------
@@ -156,13 +168,19 @@ class JsonCallParser:
         ):
             return [Content(text=text)]
         self._out = []
-        self._run(text)
+        buf, self._held = self._held + text, ""
+        self._run(buf, 0)
         return self._out
 
     def finish(self) -> list[ParsedSegment]:
         self._out = []
         while self._mode != _TEXT:
-            self._run(self._finish_call())
+            self._opened_at = -1
+            self._finish_call()
+            if self._switch is not None:
+                buf, pos = self._switch
+                self._switch = None
+                self._run(buf, pos)
         held, self._held = self._held, ""
         self._emit(held)
         if self._pending:
@@ -174,42 +192,51 @@ class JsonCallParser:
 
     # -- modes -----------------------------------------------------------------------------
 
-    def _run(self, text: str) -> None:
-        while text:
-            mode = self._mode
-            if mode == _TEXT:
-                text = self._scan_text(text)
-            elif mode == _HEADER:
-                text = self._scan_header(text)
-            elif mode == _PAYLOAD:
-                text = self._scan_payload(text)
-            else:
-                text = self._scan_tail(text)
+    def _run(self, buf: str, pos: int) -> None:
+        if self._mode != _TEXT:
+            self._opened_at = -1
+        finder = MarkerFinder(buf, self._text_markers)
+        while True:
+            n = len(buf)
+            while pos < n:
+                mode = self._mode
+                if mode == _TEXT:
+                    pos = self._scan_text(buf, pos, finder)
+                elif mode == _HEADER:
+                    pos = self._scan_header(buf, pos)
+                elif mode == _PAYLOAD:
+                    pos = self._scan_payload(buf, pos)
+                else:
+                    pos = self._scan_tail(buf, pos)
+                if self._switch is not None:
+                    break
+            if self._switch is None:
+                return
+            buf, pos = self._switch
+            self._switch = None
+            finder = MarkerFinder(buf, self._text_markers)
 
-    def _scan_text(self, text: str) -> str:
-        buf, self._held = self._held + text, ""
+    def _scan_text(self, buf: str, pos: int, finder: MarkerFinder) -> int:
         if self._bare:
-            m = (_NOT_SEP if self._after_call else _NOT_WS).search(buf)
+            m = (_NOT_SEP if self._after_call else _NOT_WS).search(buf, pos)
             if m is None:
-                self._separator(buf)
-                return ""
+                self._separator(buf[pos:])
+                return len(buf)
             i = m.start()
             if buf[i] == "{":
-                self._separator(buf[:i])
-                self._open("")
-                return buf[i:]
+                self._separator(buf[pos:i])
+                self._open("", i)
+                return i
             self._bare = False
-        if not any(c in buf for c in self._leads):
-            self._emit(buf)
-            return ""
-        pos, marker = find_first(buf, self._text_markers)
-        if pos < 0:
-            safe, self._held = split_safe(buf, self._text_markers)
+        at, marker = finder.find(pos)
+        if at < 0:
+            safe, self._held = split_safe(buf[pos:], self._text_markers)
             self._emit(safe)
-            return ""
-        self._emit(buf[:pos])
+            return len(buf)
+        self._emit(buf[pos:at])
+        after = at + len(marker)
         if marker in self._openers:
-            self._open(marker)
+            self._open(marker, after)
         elif marker in self._fmt.section_begins:
             self._pending.append(marker)
             self._pending_droppable = False
@@ -219,66 +246,70 @@ class JsonCallParser:
             self._section_ok = False
         else:
             self._release(marker)
-        return buf[pos + len(marker) :]
+        return after
 
-    def _scan_header(self, text: str) -> str:
+    def _scan_header(self, buf: str, pos: int) -> int:
         fmt = self._fmt
         prev = self._header
-        combined = prev + text
+        # A header longer than the cap fails, so no more than that is ever looked at.
+        end = min(len(buf), pos + fmt.header_cap - len(prev) + self._end_max + 1)
+        combined = prev + buf[pos:end]
         j = self._payload_start(combined, len(prev))
-        k, end = -1, ""
+        k, closer = -1, ""
         if self._ends:
-            k, end = find_first(combined, self._ends, max(0, len(prev) - self._end_max + 1))
+            k, closer = find_first(combined, self._ends, max(0, len(prev) - self._end_max + 1))
         if k >= 0 and (j < 0 or k < j):
             header = combined[:k]
-            if fmt.header_only and len(header) <= fmt.header_cap:
-                self._header = header
-                rest = combined[k + len(end) :] if end in fmt.closers else combined[k:]
-                return self._complete(None, rest, combined)
-            return self._fail(combined)
+            if not fmt.header_only or len(header) > fmt.header_cap:
+                return self._fail(buf, pos)
+            self._header = header
+            stop = k + len(closer) if closer in fmt.closers else k
+            if stop >= len(prev):
+                return self._complete(None, buf, pos + stop - len(prev), pos)
+            return self._complete(None, buf, end, pos, carry=combined[stop:])
         if j >= 0:
             header = combined[:j]
             if len(header) > fmt.header_cap or not fmt.header_prefix_ok(self._opener, header):
-                return self._fail(combined)
+                return self._fail(buf, pos)
             self._header = header
             self._mode = _PAYLOAD
-            return combined[j:]
+            return pos + j - len(prev)
         if len(combined) - self._end_max >= fmt.header_cap or not fmt.header_prefix_ok(
             self._opener, combined
         ):
-            return self._fail(combined)
+            return self._fail(buf, pos)
         self._header = combined
-        return ""
+        return end
 
-    def _scan_payload(self, text: str) -> str:
-        e = self._scanner.feed(text)
+    def _scan_payload(self, buf: str, pos: int) -> int:
+        e = self._scanner.feed(buf, pos)
         if e == INVALID:
-            return self._fail(self._body() + text)
-        piece = text if e == MORE else text[:e]
+            return self._fail(buf, pos)
+        end = len(buf) if e == MORE else e
         if len(self._head) < HEAD_LEN:
-            self._head += piece[: HEAD_LEN - len(self._head)]
+            self._head += buf[pos : min(end, pos + HEAD_LEN - len(self._head))]
             if not self._fmt.payload_prefix_ok(self._head):
-                return self._fail(self._body() + text)
+                return self._fail(buf, pos)
         if self._fmt.hard_closers:
-            window = self._closer_window + text
-            k, _ = find_first(window, self._fmt.closers)
-            if k >= 0 and (e == MORE or k - len(self._closer_window) < e):
-                return self._fail(self._body() + text)
-            self._closer_window = window[-(self._end_max - 1) :] if self._end_max > 1 else ""
-        self._payload.append(piece)
+            window = self._closer_window + buf[pos:end]
+            if find_first(window, self._fmt.closers)[0] >= 0:
+                return self._fail(buf, pos)
+            self._closer_window = window[-(self._end_max - 1) :]
+        self._payload.append(buf[pos:end])
         if e == MORE:
-            return ""
+            return end
         payload = "".join(self._payload)
-        rest = text[e:]
         if not self._ends:
-            return self._complete(payload, rest, self._header + payload + rest)
+            return self._complete(payload, buf, e, e)
         self._payload_text = payload
         self._mode = _TAIL
-        return rest
+        return e
 
-    def _scan_tail(self, text: str) -> str:
-        tail = self._tail + text
+    def _scan_tail(self, buf: str, pos: int) -> int:
         fmt = self._fmt
+        old = self._tail
+        end = min(len(buf), pos + _TAIL_STEP)
+        tail = old + buf[pos:end]
         i = _skip_ws(tail, self._tail_pos)
         if fmt.fence and not self._fenced and tail.startswith("`", i):
             if tail.startswith(_FENCE, i):
@@ -286,25 +317,37 @@ class JsonCallParser:
                 i = _skip_ws(tail, i + len(_FENCE))
             elif _FENCE.startswith(tail[i:]):
                 self._tail, self._tail_pos = tail, i
-                return ""
+                return end
         self._tail_pos = i
-        rest = tail[i:]
+        stop = -1
         for closer in fmt.closers:
-            if rest.startswith(closer):
-                return self._complete(self._payload_text, tail[i + len(closer) :], self._tail_body(tail))
-        for closer in fmt.soft_closers:
-            if rest.startswith(closer):
-                return self._complete(self._payload_text, tail[i:], self._tail_body(tail))
+            if tail.startswith(closer, i):
+                stop = i + len(closer)
+                break
+        else:
+            for closer in fmt.soft_closers:
+                if tail.startswith(closer, i):
+                    stop = i
+                    break
+        if stop >= 0:
+            if stop >= len(old):
+                return self._complete(self._payload_text, buf, pos + stop - len(old), pos)
+            return self._complete(self._payload_text, buf, end, pos, carry=tail[stop:])
+        rest = tail[i:]
         if any(m.startswith(rest) for m in self._ends):
             self._tail = tail
-            return ""
-        return self._fail(self._tail_body(tail))
+            return end
+        return self._fail(buf, pos)
 
     # -- calls -----------------------------------------------------------------------------
 
-    def _open(self, opener: str) -> None:
+    def _open(self, opener: str, at: int) -> None:
         self._mode = _HEADER
         self._opener = opener
+        self._opened_at = at
+        self._reset_call()
+
+    def _reset_call(self) -> None:
         self._header = ""
         self._payload = []
         self._payload_text = ""
@@ -323,42 +366,47 @@ class JsonCallParser:
                 return b
         return j
 
-    def _body(self) -> str:
-        return self._header + "".join(self._payload)
+    def _complete(self, payload: str | None, buf: str, rest: int, taken: int, carry: str = "") -> int:
+        """Report the block's calls and go on at ``buf[rest:]`` (after ``carry``), or fail it.
 
-    def _tail_body(self, tail: str) -> str:
-        return self._header + self._payload_text + tail
-
-    def _complete(self, payload: str | None, rest: str, body: str) -> str:
-        """Report the block's calls and go on with ``rest``; or fail it (``body``: all after the opener)."""
+        ``taken``: how much of ``buf`` the call state holds already (for a failure's re-read).
+        """
         calls = self._fmt.calls(self._opener, self._header, payload, self._tools)
         if not calls:
-            return self._fail(body)
+            return self._fail(buf, taken)
         self._pending.clear()
         self._out.extend(calls)
         self._section_ok = True
         self._mode = _TEXT
         self._bare = self._after_call = self._fmt.bare_calls
-        self._payload = []
-        self._payload_text = self._tail = ""
+        self._reset_call()
+        if carry:
+            self._switch = (carry + buf[rest:], 0)
+            return len(buf)
         return rest
 
-    def _fail(self, body: str) -> str:
-        """Release the opener (and the markup held before it) as text; ``body`` is read again."""
+    def _fail(self, buf: str, taken: int) -> int:
+        """Release the opener (and the markup held before it) as text and read on after it.
+
+        ``taken``: how much of ``buf`` the call state holds already.
+        """
         self._mode = _TEXT
         self._release(self._opener)
         self._bare = self._after_call = False
-        self._payload = []
-        self._payload_text = self._tail = ""
-        return body
+        if self._opened_at >= 0:
+            self._reset_call()
+            return self._opened_at
+        body = self._header + "".join(self._payload) + self._tail + buf[taken:]
+        self._reset_call()
+        self._switch = (body, 0)
+        return len(buf)
 
-    def _finish_call(self) -> str:
-        if self._mode == _HEADER:
-            return self._fail(self._header)
-        if self._mode == _PAYLOAD:
-            return self._fail(self._body())
-        # TAIL: only whitespace or part of a closer came after a complete payload.
-        return self._complete(self._payload_text, "", self._tail_body(self._tail))
+    def _finish_call(self) -> None:
+        if self._mode == _TAIL:
+            # Only whitespace or part of a closer came after a complete payload.
+            self._complete(self._payload_text, "", 0, 0)
+        else:
+            self._fail("", 0)
 
     # -- text ------------------------------------------------------------------------------
 

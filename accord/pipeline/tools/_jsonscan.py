@@ -45,13 +45,16 @@ class JsonScanner:
         self._in_string = False
         self._escape = False
 
-    def feed(self, text: str) -> int:
-        """Index in ``text`` just past the closing bracket, or :data:`MORE`, or :data:`INVALID`."""
+    def feed(self, text: str, start: int = 0) -> int:
+        """Index in ``text`` just past the closing bracket, or :data:`MORE`, or :data:`INVALID`.
+
+        Scanning starts at ``start``; everything before it has been fed already.
+        """
         depth, in_string = self._depth, self._in_string
-        i, n = 0, len(text)
-        if self._escape and n:
+        i, n = start, len(text)
+        if self._escape and i < n:
             self._escape = False
-            i = 1
+            i += 1
         while i < n:
             if in_string:
                 m = _INSIDE.search(text, i)
