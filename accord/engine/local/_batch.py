@@ -1,0 +1,114 @@
+"""The tensors one step runs on, laid out from the scheduler's work.
+
+Row order: prompt chunks first, then decode rows sorted by how many cache blocks they attend over, so
+each attention group is one contiguous range.
+
+Prompt rows multiply by dense matrices and decode rows by the quantised kernels (where the device has
+them). The choice goes by a row's role, not by the size of the step, so a token's numbers do not depend
+on what shares its step or on how its prompt was cut into chunks; the dense path is also the more
+precise of the two, which matters most for the prompt that every later token attends to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from accord.engine.local._scheduler import Work
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSpan:
+    begin: int
+    end: int
+    #: Position of the chunk's first token.
+    start: int
+    #: Slots of positions 0 .. start + length - 1.
+    kv_slots: torch.Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeGroup:
+    begin: int
+    end: int
+    kv_slots: torch.Tensor
+    valid: torch.Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class StepBatch:
+    token_ids: torch.Tensor
+    positions: torch.Tensor
+    slots: torch.Tensor
+    #: Leading rows (the prompt chunks) that multiply by dense matrices.
+    dense_rows: int
+    spans: list[PromptSpan]
+    groups: list[DecodeGroup]
+    #: Rows whose logits are needed, in the order of ``sampled``.
+    logit_rows: torch.Tensor
+    sampled: list[Work]
+
+
+def _slots(blocks: list[int], count: int, block_size: int) -> torch.Tensor:
+    table = torch.tensor(blocks[: -(-count // block_size)], dtype=torch.int64)
+    return (table[:, None] * block_size + torch.arange(block_size)).reshape(-1)[:count]
+
+
+def build_batch(work: list[Work], block_size: int, device: torch.device) -> StepBatch:
+    prompts = [w for w in work if not w.seq.decoding or w.length > 1]
+    decodes = [w for w in work if w.seq.decoding and w.length == 1]
+    decodes.sort(key=lambda w: w.start // block_size)
+
+    ids: list[int] = []
+    positions: list[int] = []
+    slots: list[torch.Tensor] = []
+    spans: list[PromptSpan] = []
+    logit_rows: list[int] = []
+    sampled: list[Work] = []
+    for w in prompts:
+        begin = len(ids)
+        ids.extend(w.seq.tokens[w.start : w.start + w.length])
+        positions.extend(range(w.start, w.start + w.length))
+        kv = _slots(w.seq.blocks, w.start + w.length, block_size)
+        slots.append(kv[w.start :])
+        spans.append(PromptSpan(begin, len(ids), w.start, kv.to(device)))
+        if w.samples:
+            logit_rows.append(len(ids) - 1)
+            sampled.append(w)
+
+    groups: list[DecodeGroup] = []
+    i = 0
+    while i < len(decodes):
+        n_blocks = decodes[i].start // block_size + 1
+        j = i
+        while j < len(decodes) and decodes[j].start // block_size + 1 == n_blocks:
+            j += 1
+        members = decodes[i:j]
+        begin = len(ids)
+        table = torch.tensor([w.seq.blocks[:n_blocks] for w in members], dtype=torch.int64)
+        kv = (table[:, :, None] * block_size + torch.arange(block_size)).reshape(len(members), -1)
+        last = torch.tensor([w.start for w in members])
+        valid = torch.arange(n_blocks * block_size)[None, :] <= last[:, None]
+        for w in members:
+            ids.append(w.seq.tokens[w.start])
+            positions.append(w.start)
+            logit_rows.append(len(ids) - 1)
+            sampled.append(w)
+        slots.append(kv[torch.arange(len(members)), last])
+        groups.append(DecodeGroup(begin, len(ids), kv.to(device), valid.to(device)))
+        i = j
+
+    def tensor(values: list[int]) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int64, device=device)
+
+    return StepBatch(
+        token_ids=tensor(ids),
+        positions=tensor(positions),
+        slots=torch.cat(slots).to(device),
+        dense_rows=sum(w.length for w in prompts),
+        spans=spans,
+        groups=groups,
+        logit_rows=tensor(logit_rows),
+        sampled=sampled,
+    )

@@ -1,0 +1,207 @@
+"""The engine thread: admits requests, runs model steps back to back, hands out their tokens.
+
+Theory of operation. One thread owns the scheduler, the block pool and the model; nothing else touches
+them. Other threads talk to it through three lists guarded by one condition variable -- new sequences,
+abandoned sequences, and commands -- and read its state only through the immutable statistics record it
+publishes after every step. Results travel back through each sequence's :class:`Outbox`.
+
+Order of effects after a step: blocks of finished or abandoned sequences are released, then statistics
+are published, then events are handed out and outboxes released. So a consumer that has seen its request
+end (or waited for its cancellation to be acknowledged) also sees the blocks freed in ``statistics()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+import torch
+
+from accord.engine.local._batch import build_batch
+from accord.engine.local._model import LlamaModel
+from accord.engine.local._scheduler import Scheduler
+from accord.engine.local._sequence import Phase, Sequence
+from accord.events.generation import EngineFailed, GenerationOutput
+from accord.kernels.sampling import sample
+
+log = structlog.get_logger("accord.engine.local")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatistics:
+    """A snapshot of the embedded engine's state."""
+
+    block_size: int
+    blocks_total: int
+    #: Blocks no running request holds (including the cached ones).
+    blocks_free: int
+    #: Free blocks that still hold a reusable prompt prefix.
+    blocks_cached: int
+    #: Blocks held by running requests.
+    blocks_in_use: int
+    running: int
+    waiting: int
+    #: Prompt tokens served from the prefix cache, and prompt tokens admitted, since start.
+    prefix_hit_tokens: int
+    prompt_tokens: int
+    preemptions: int
+    steps: int
+
+
+class EngineCore:
+    def __init__(self, model: LlamaModel, scheduler: Scheduler, device: torch.device) -> None:
+        self._model = model
+        self._scheduler = scheduler
+        self._device = device
+        self._cond = threading.Condition()
+        self._incoming: list[Sequence] = []
+        self._abandoned: list[Sequence] = []
+        self._commands: list[Callable[[], None]] = []
+        self._closing = False
+        self._steps = 0
+        self._stats = self._snapshot()
+        self._thread = threading.Thread(target=self._run, name="accord-local-engine", daemon=True)
+        self._thread.start()
+
+    # -- called from any thread -------------------------------------------------------------------
+
+    def submit(self, seq: Sequence) -> None:
+        with self._cond:
+            if self._closing:
+                seq.outbox.put([EngineFailed(failure="engine_error", message="The engine is shut down.")])
+                seq.outbox.release()
+                return
+            self._incoming.append(seq)
+            self._cond.notify()
+
+    def abandon(self, seq: Sequence) -> None:
+        """Stop ``seq`` and free what it holds; its outbox is released once that is done."""
+        with self._cond:
+            self._abandoned.append(seq)
+            self._cond.notify()
+
+    def command(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the engine thread before any request submitted after this call starts."""
+        with self._cond:
+            self._commands.append(fn)
+            self._cond.notify()
+
+    def statistics(self) -> EngineStatistics:
+        return self._stats
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+
+    # -- the engine thread ------------------------------------------------------------------------
+
+    def _snapshot(self) -> EngineStatistics:
+        sch = self._scheduler
+        counts = sch.pool.counts()
+        return EngineStatistics(
+            block_size=sch.pool.block_size,
+            blocks_total=counts.total,
+            blocks_free=counts.free,
+            blocks_cached=counts.cached,
+            blocks_in_use=counts.total - counts.free,
+            running=len(sch.running),
+            waiting=len(sch.waiting),
+            prefix_hit_tokens=sch.prefix_hit_tokens,
+            prompt_tokens=sch.prompt_tokens,
+            preemptions=sch.preemptions,
+            steps=self._steps,
+        )
+
+    def _run(self) -> None:
+        with torch.inference_mode():
+            stalled = False
+            while True:
+                with self._cond:
+                    while not (
+                        self._incoming
+                        or self._abandoned
+                        or self._commands
+                        or self._closing
+                        or (self._scheduler.has_work() and not stalled)
+                    ):
+                        self._cond.wait()
+                    incoming, self._incoming = self._incoming, []
+                    abandoned, self._abandoned = self._abandoned, []
+                    commands, self._commands = self._commands, []
+                    closing = self._closing
+                for fn in commands:
+                    fn()
+                for seq in abandoned:
+                    if seq.phase is not Phase.DONE:
+                        self._scheduler.remove(seq)
+                for seq in incoming:
+                    self._scheduler.add(seq)
+                if closing:
+                    self._shut_down(abandoned)
+                    return
+                ran, deliveries = self._step()
+                # Work that cannot be scheduled (the queue head waits for blocks that only a
+                # cancellation can free) must not spin: sleep until something changes.
+                stalled = not ran
+                self._stats = self._snapshot()
+                for seq in abandoned:
+                    seq.outbox.release()
+                for seq, events in deliveries:
+                    seq.outbox.put(events)
+                    if seq.phase is Phase.DONE:
+                        seq.outbox.release()
+
+    def _step(self) -> tuple[bool, list[tuple[Sequence, list[GenerationOutput]]]]:
+        work = self._scheduler.schedule()
+        if not work:
+            return False, []
+        try:
+            batch = build_batch(work, self._scheduler.pool.block_size, self._device)
+            logits = self._model.forward(batch)
+            self._scheduler.advance(work)
+            tokens = sample(logits, [w.seq.sampling_row() for w in batch.sampled])
+        except Exception as exc:  # a failed step fails the requests in it, not the engine
+            log.exception("engine step failed")
+            failed = {id(w.seq): w.seq for w in work}
+            out: list[tuple[Sequence, list[GenerationOutput]]] = []
+            for seq in failed.values():
+                self._scheduler.remove(seq)
+                message = f"{type(exc).__name__}: {exc}"
+                out.append(
+                    (
+                        seq,
+                        [EngineFailed(failure="engine_error", message=message, prompt_tokens=seq.prompt_len)],
+                    )
+                )
+            return True, out
+        self._steps += 1
+        deliveries = []
+        for w, token in zip(batch.sampled, tokens, strict=True):
+            events = w.seq.accept(token)
+            if w.seq.phase is Phase.DONE:
+                self._scheduler.remove(w.seq)
+            deliveries.append((w.seq, events))
+        return True, deliveries
+
+    def _shut_down(self, abandoned: list[Sequence]) -> None:
+        pending = [*self._scheduler.running, *self._scheduler.waiting]
+        for seq in pending:
+            self._scheduler.remove(seq)
+        self._stats = self._snapshot()
+        for seq in abandoned:
+            seq.outbox.release()
+        for seq in pending:
+            seq.outbox.put(
+                [
+                    EngineFailed(
+                        failure="engine_error",
+                        message="The engine is shut down.",
+                        prompt_tokens=seq.prompt_len,
+                    )
+                ]
+            )
+            seq.outbox.release()

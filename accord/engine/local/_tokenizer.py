@@ -1,0 +1,132 @@
+"""Byte-level BPE tokenizer built from a GGUF vocabulary, and UTF-8-safe incremental detokenisation.
+
+Encoding runs on the ``tokenizers`` package, assembled from the vocabulary and merges stored in the
+file; special tokens written in the text (``<|im_start|>`` in a rendered chat template) become their ids.
+Decoding is done here from a table of each token's bytes, because output arrives one token at a time
+and a character may be split across tokens: the incremental UTF-8 decoder holds a partial character back
+until its last byte arrives, so no chunk ever carries half of one.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable
+
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as _Backend
+
+from accord.engine.local._gguf import TokenizerData, UnsupportedModel
+
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+
+# Pre-tokenisation by the name llama.cpp records in ``tokenizer.ggml.pre``.
+_LLAMA3 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_QWEN2 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# Texts of control tokens that end a turn in the chat formats of Llama-family fine-tunes.
+_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>")
+
+
+def _pre_tokenizer(name: str) -> pre_tokenizers.PreTokenizer:
+    if name in ("smollm", "starcoder", "refact"):
+        # The GPT-2 split, after every digit became its own piece.
+        return pre_tokenizers.Sequence(
+            [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+        )
+    if name in ("llama-bpe", "llama3", "qwen2", "deepseek-r1-qwen"):
+        pattern = _QWEN2 if name.startswith(("qwen", "deepseek")) else _LLAMA3
+        return pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+    return pre_tokenizers.ByteLevel(add_prefix_space=False)
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's reversible byte <-> printable character map, inverted."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    codes = list(printable)
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            codes.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, codes, strict=True)}
+
+
+class Tokenizer:
+    """Text <-> token ids for one model."""
+
+    def __init__(self, data: TokenizerData) -> None:
+        if data.model != "gpt2":
+            raise UnsupportedModel(f"tokenizer model {data.model!r} is not supported (byte-level BPE only)")
+        self.tokens = data.tokens
+        vocab = {text: i for i, text in reversed(list(enumerate(data.tokens)))}
+        merges = [(a, b) for a, b in (m.split(" ", 1) for m in data.merges)]
+        backend = _Backend(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+        backend.pre_tokenizer = _pre_tokenizer(data.pre)
+        backend.decoder = decoders.ByteLevel()
+        special = [i for i, t in enumerate(data.token_types) if t in (CONTROL, USER_DEFINED)]
+        backend.add_special_tokens(
+            [AddedToken(data.tokens[i], special=True, normalized=False) for i in special]
+        )
+        self._backend = backend
+        self.special_ids = frozenset(special)
+        table = _byte_decoder()
+        self._bytes: list[bytes] = [
+            text.encode() if i in self.special_ids else bytes(table.get(ch, 0x3F) for ch in text)
+            for i, text in enumerate(data.tokens)
+        ]
+        self.bos_id = data.bos_id
+        self.eos_id = data.eos_id
+        ends = {i for i in (data.eos_id, data.eot_id) if i is not None}
+        ends |= {i for i in special if data.tokens[i] in _END_OF_TURN}
+        #: Token ids that end generation (finish reason "stop"); their text is never emitted.
+        self.stop_ids = frozenset(ends)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``; special-token texts become their ids, no BOS is added."""
+        return list(self._backend.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return b"".join(self._bytes[i] for i in ids).decode("utf-8", errors="replace")
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._bytes[token_id]
+
+    def token_text(self, token_id: int | None) -> str | None:
+        return None if token_id is None else self.tokens[token_id]
+
+    def detokenizer(self) -> Detokenizer:
+        return Detokenizer(self._bytes)
+
+
+class Detokenizer:
+    """Turns a stream of token ids into text, never splitting a UTF-8 character."""
+
+    def __init__(self, table: list[bytes]) -> None:
+        self._table = table
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, token_id: int) -> str:
+        return str(self._utf8.decode(self._table[token_id]))
+
+    def flush(self) -> str:
+        """What is still held back at the end (a truncated character becomes U+FFFD)."""
+        return str(self._utf8.decode(b"", final=True))

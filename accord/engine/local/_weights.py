@@ -1,0 +1,136 @@
+"""Turning raw GGUF tensors into the weights the forward pass multiplies by.
+
+On CPU, 4-bit matrices stay 4-bit (``Int4Linear``); everything else becomes a dense matrix in the
+compute dtype. Projections that read the same input are concatenated -- Q, K and V into one matrix, gate
+and up into another -- so each layer does three matmuls instead of seven.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
+from accord.kernels import cuda
+from accord.kernels.linear import DenseLinear, Int4Linear, Linear
+from accord.kernels.quant import QuantKind, dequantize, split_int4
+
+
+@dataclass(frozen=True, slots=True)
+class LayerWeights:
+    attn_norm: torch.Tensor
+    qkv: Linear
+    out: Linear
+    ffn_norm: torch.Tensor
+    gate_up: Linear
+    down: Linear
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWeights:
+    embedding: Embedding
+    layers: list[LayerWeights]
+    norm: torch.Tensor
+    head: Linear
+    #: float32 rows of the output matrix by token id, for recomputing the top logits exactly.
+    head_rows: Callable[[torch.Tensor], torch.Tensor]
+    rope_freq_factors: torch.Tensor | None
+
+
+class Embedding:
+    """Token embeddings kept as stored (quantised rows are dequantised when looked up)."""
+
+    def __init__(self, raw: torch.Tensor, kind: QuantKind | str) -> None:
+        self.raw = raw
+        self.kind = kind
+
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        rows = self.raw.index_select(0, ids)
+        if isinstance(self.kind, QuantKind):
+            return dequantize(rows, self.kind)
+        return rows.float()
+
+
+def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
+    """A copy of the stored bytes or numbers (quantised kinds stay uint8 blocks)."""
+    array = np.array(raw.data)  # a writable copy, out of the file's memory map
+    if raw.kind == "BF16":
+        return (
+            torch.from_numpy(array.view(np.uint16).astype(np.int16))
+            .view(torch.bfloat16)
+            .to(device, copy=True)
+        )
+    return torch.from_numpy(array).to(device)
+
+
+def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
+    """float32 matrix of ``raw``."""
+    t = _tensor(raw, device)
+    if not isinstance(raw.kind, QuantKind):
+        return t.float().reshape(raw.shape)
+    if device.type == "cuda" and cuda.available():
+        return cuda.dequantize(t, raw.kind)
+    return dequantize(t, raw.kind)
+
+
+def make_linear(parts: list[RawTensor], device: torch.device, dtype: torch.dtype) -> Linear:
+    """One matrix made of ``parts`` stacked by rows."""
+    kinds = {p.kind for p in parts}
+    kind = next(iter(kinds))
+    if len(kinds) == 1 and kind in (QuantKind.Q4_0, QuantKind.Q4_1) and device.type == "cpu":
+        assert isinstance(kind, QuantKind)
+        raw = torch.cat([_tensor(p, device) for p in parts])
+        return Int4Linear(split_int4(raw, kind, dtype))
+    return DenseLinear(torch.cat([_dense(p, device).to(dtype) for p in parts]))
+
+
+def build_weights(model: ModelFile, device: torch.device, dtype: torch.dtype) -> ModelWeights:
+    tensors = model.tensors
+
+    def get(name: str) -> RawTensor:
+        if name not in tensors:
+            raise UnsupportedModel(f"{model.path.name}: missing tensor {name}")
+        return tensors[name]
+
+    def vector(name: str) -> torch.Tensor:
+        return _dense(get(name), device).reshape(-1)
+
+    layers = []
+    for i in range(model.config.n_layers):
+        p = f"blk.{i}."
+        layers.append(
+            LayerWeights(
+                attn_norm=vector(p + "attn_norm.weight"),
+                qkv=make_linear(
+                    [get(p + "attn_q.weight"), get(p + "attn_k.weight"), get(p + "attn_v.weight")],
+                    device,
+                    dtype,
+                ),
+                out=make_linear([get(p + "attn_output.weight")], device, dtype),
+                ffn_norm=vector(p + "ffn_norm.weight"),
+                gate_up=make_linear([get(p + "ffn_gate.weight"), get(p + "ffn_up.weight")], device, dtype),
+                down=make_linear([get(p + "ffn_down.weight")], device, dtype),
+            )
+        )
+    embd = get("token_embd.weight")
+    embedding = Embedding(_tensor(embd, device).reshape(embd.shape[0], -1), embd.kind)
+    output = tensors.get("output.weight")
+    if output is None:
+        # The output projection shares the embedding table, whose stored rows are exact.
+        head = make_linear([embd], device, dtype)
+        head_rows = embedding.lookup
+    else:
+        head = make_linear([output], device, dtype)
+        head_rows = Embedding(_tensor(output, device).reshape(output.shape[0], -1), output.kind).lookup
+    factors = tensors.get("rope_freqs.weight")
+    return ModelWeights(
+        embedding=embedding,
+        layers=layers,
+        norm=vector("output_norm.weight"),
+        head=head,
+        head_rows=head_rows,
+        rope_freq_factors=None if factors is None else vector(factors.name),
+    )

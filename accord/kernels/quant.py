@@ -1,0 +1,106 @@
+"""GGML block quantisation: dequantisation and the compact 4-bit form the CPU matmul reads.
+
+Layouts (one block covers 32 consecutive weights of a row):
+
+- Q4_0, 18 bytes: fp16 scale ``d``, then 16 bytes of nibbles; ``w = d * (q - 8)``.
+- Q4_1, 20 bytes: fp16 scale ``d``, fp16 minimum ``m``, 16 bytes of nibbles; ``w = d * q + m``.
+- Q8_0, 34 bytes: fp16 scale ``d``, then 32 signed bytes; ``w = d * q``.
+
+In the nibble bytes, byte ``j`` holds weight ``j`` in its low half and weight ``j + 16`` in its high half.
+
+Every function takes the raw blocks of a matrix as a ``uint8`` tensor of shape ``[rows, row_bytes]`` (what
+GGUF stores) and works on any torch device.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+import torch
+
+BLOCK = 32
+
+
+class QuantKind(enum.Enum):
+    Q4_0 = "Q4_0"
+    Q4_1 = "Q4_1"
+    Q8_0 = "Q8_0"
+
+    @property
+    def block_bytes(self) -> int:
+        return _BLOCK_BYTES[self]
+
+
+_BLOCK_BYTES = {QuantKind.Q4_0: 18, QuantKind.Q4_1: 20, QuantKind.Q8_0: 34}
+
+
+def _blocks(raw: torch.Tensor, kind: QuantKind) -> torch.Tensor:
+    if raw.dtype != torch.uint8 or raw.dim() != 2 or raw.shape[1] % kind.block_bytes:
+        raise ValueError(
+            f"expected uint8 [rows, k * {kind.block_bytes}] blocks, got {raw.dtype} {tuple(raw.shape)}"
+        )
+    return raw.reshape(raw.shape[0], -1, kind.block_bytes)
+
+
+def _half(blocks: torch.Tensor, offset: int) -> torch.Tensor:
+    """The fp16 field at ``offset`` of every block, as float32 of shape [rows, nblocks, 1]."""
+    return blocks[..., offset : offset + 2].contiguous().view(torch.float16).float()
+
+
+def _nibbles(packed: torch.Tensor) -> torch.Tensor:
+    """[..., 16] nibble bytes -> [..., 32] values 0..15 in weight order."""
+    return torch.cat([packed & 0x0F, packed >> 4], dim=-1)
+
+
+def dequantize(raw: torch.Tensor, kind: QuantKind) -> torch.Tensor:
+    """Raw blocks ``[rows, row_bytes]`` -> float32 weights ``[rows, cols]``, exactly as ggml defines them."""
+    blocks = _blocks(raw, kind)
+    rows = blocks.shape[0]
+    if kind is QuantKind.Q8_0:
+        q = blocks[..., 2:].contiguous().view(torch.int8).float()
+        return (q * _half(blocks, 0)).reshape(rows, -1)
+    if kind is QuantKind.Q4_0:
+        q = _nibbles(blocks[..., 2:]).float()
+        return (_half(blocks, 0) * (q - 8.0)).reshape(rows, -1)
+    q = _nibbles(blocks[..., 4:]).float()
+    return (_half(blocks, 0) * q + _half(blocks, 2)).reshape(rows, -1)
+
+
+class Int4Blocks(NamedTuple):
+    """A 4-bit matrix in one affine form for both block kinds: ``w = (q - 8) * scale + zero``.
+
+    ``nibbles`` keeps GGML's byte layout ([rows, cols / 2], two weights a byte) so the matrix stays at
+    4.5-5 bits a weight; ``scale`` and ``zero`` are [rows, cols / 32].
+    """
+
+    nibbles: torch.Tensor
+    scale: torch.Tensor
+    zero: torch.Tensor
+
+
+def split_int4(raw: torch.Tensor, kind: QuantKind, dtype: torch.dtype = torch.bfloat16) -> Int4Blocks:
+    """Separate Q4_0 / Q4_1 blocks into nibbles and per-block affine parameters of ``dtype``."""
+    if kind is QuantKind.Q8_0:
+        raise ValueError("Q8_0 is not a 4-bit kind")
+    blocks = _blocks(raw, kind)
+    d = _half(blocks, 0)[..., 0]
+    # Q4_1's minimum becomes the value at q = 8, so both kinds share the (q - 8) form torch's kernel uses.
+    zero = torch.zeros_like(d) if kind is QuantKind.Q4_0 else _half(blocks, 2)[..., 0] + 8.0 * d
+    start = 2 if kind is QuantKind.Q4_0 else 4
+    nibbles = blocks[..., start:].reshape(blocks.shape[0], -1).contiguous()
+    return Int4Blocks(nibbles, d.to(dtype), zero.to(dtype))
+
+
+def unpack_int4(nibbles: torch.Tensor) -> torch.Tensor:
+    """[rows, cols / 2] nibble bytes -> [rows, cols] uint8 values 0..15 in weight order."""
+    rows = nibbles.shape[0]
+    return _nibbles(nibbles.reshape(rows, -1, 16)).reshape(rows, -1)
+
+
+def dequantize_int4(blocks: Int4Blocks, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """The dense matrix of ``blocks`` in ``dtype`` (the prefill path multiplies by this)."""
+    rows = blocks.nibbles.shape[0]
+    q = _nibbles(blocks.nibbles.reshape(rows, -1, 16)).to(dtype) - 8
+    q.mul_(blocks.scale.to(dtype).unsqueeze(-1)).add_(blocks.zero.to(dtype).unsqueeze(-1))
+    return q.reshape(rows, -1)
