@@ -51,3 +51,39 @@ def find_first(text: str, markers: Iterable[str], start: int = 0) -> tuple[int, 
         if best_pos < 0 or pos < best_pos or (pos == best_pos and len(marker) > len(best_marker)):
             best_pos, best_marker = pos, marker
     return best_pos, best_marker
+
+
+class MarkerSet:
+    """A fixed set of markers, with what the per-chunk checks need computed once.
+
+    ``partial_len`` answers what :func:`partial_suffix_len` answers, but by looking only at
+    the marker's first characters within the last ``longest - 1`` characters and checking
+    a candidate suffix against a set of every proper marker prefix: one hash per candidate
+    instead of one comparison per marker and size. Parsers fed 4-character chunks call it
+    on nearly every chunk, so this is where their streaming cost goes.
+    """
+
+    def __init__(self, markers: Iterable[str]) -> None:
+        self.markers = tuple(m for m in markers if m)
+        self.longest = max((len(m) for m in self.markers), default=0)
+        #: The distinct first characters, as a string (usually one character: ``<`` or ``[``).
+        self.firsts = "".join(sorted({m[0] for m in self.markers}))
+        self._prefixes = frozenset(m[:k] for m in self.markers for k in range(1, len(m)))
+
+    def may_occur_in(self, text: str) -> bool:
+        """False when no marker can start in ``text`` (none of their first characters is in it)."""
+        return any(c in text for c in self.firsts)
+
+    def partial_len(self, text: str, start: int = 0) -> int:
+        """Length of the longest suffix of ``text[start:]`` that is a proper prefix of a marker."""
+        n = len(text)
+        lo = max(start, n - self.longest + 1)
+        best = 0
+        for first in self.firsts:
+            pos = text.find(first, lo)
+            while pos >= 0 and n - pos > best:
+                if text[pos:] in self._prefixes:
+                    best = n - pos
+                    break
+                pos = text.find(first, pos + 1)
+        return best

@@ -19,7 +19,7 @@ The splitter is a small state machine over the text, fed in any chunks:
 ``VERBATIM``  from the first tool-call opener on, everything is content, unscanned, so tool
               arguments that quote the markup survive.
 
-Whatever could still be the start of a marker is held back (``holdback.split_safe``) and
+Whatever could still be the start of a marker is held back (``holdback.MarkerSet``) and
 decided by the next chunk or released as text by ``finish``. Held text is bounded by the
 longest marker (plus a capped whitespace run), and each character is examined a bounded
 number of times, so streaming costs O(n) and gives the same segments as the whole text.
@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from accord.pipeline.holdback import split_safe
+from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
 #: Leading whitespace longer than this is text, not layout before an open tag.
@@ -114,7 +114,11 @@ class ThinkSplitter:
         self._close = fmt.close_tag
         self._openers = fmt.tool_openers
         self._markers = (*fmt.tool_openers, fmt.close_tag)
-        self._firsts = frozenset(m[0] for m in (*self._markers, fmt.open_tag))
+        self._held_markers = MarkerSet(self._markers)
+        firsts = MarkerSet((*self._markers, fmt.open_tag)).firsts
+        # One first character (``<`` or ``[``) is one ``in`` test per chunk on the fast path.
+        self._first = firsts if len(firsts) == 1 else ""
+        self._firsts = firsts
         start = fmt.start(thinking)
         self._state = _State.INSIDE if start is Start.INSIDE else _State.LEAD
         # At the start of a prefilled block, or of an output that may open one, a leading
@@ -135,7 +139,11 @@ class ThinkSplitter:
         if state is _State.VERBATIM:
             return [Content(text=text)]
         # Fast path: nothing held and no character that could begin a marker.
-        if not self._buf and not self._leading and not any(c in text for c in self._firsts):
+        if (
+            not self._buf
+            and not self._leading
+            and (self._first not in text if self._first else not any(c in text for c in self._firsts))
+        ):
             if state is _State.INSIDE:
                 return [Reasoning(text=text)]
             if state is _State.OUTSIDE:
@@ -192,10 +200,9 @@ class ThinkSplitter:
             pos, marker = finder.find(i)
             kind = Reasoning if state is _State.INSIDE else Content
             if pos < 0:
-                rest = buf[i:]
-                safe, held = (rest, "") if final else split_safe(rest, self._markers)
-                self._text(out, kind, safe)
-                i = end - len(held)
+                cut = end if final else end - self._held_markers.partial_len(buf, i)
+                self._text(out, kind, buf[i:cut])
+                i = cut
                 break
             self._text(out, kind, buf[i:pos])
             if marker == self._close:

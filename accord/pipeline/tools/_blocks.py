@@ -25,15 +25,18 @@ a few ``str.find`` calls on a window no longer than the longest marker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import partial_suffix_len
+from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
 
 _MAX_NAME = 512
+_SHORT = 256
+_NAME_CACHE = 256
+_GROUP = 64
 
 
 class BlockFormat(Protocol):
@@ -53,12 +56,22 @@ class ToolBox:
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = tuple(tools)
         self._typers: dict[str, ArgumentTyper] = {}
+        self._names: dict[str, ToolSpec | None] = {}
 
-    def resolve(self, raw_name: str) -> ToolSpec | None:
+    def resolve(self, raw_name: str, clean: Callable[[str], str] | None = None) -> ToolSpec | None:
+        """The declared tool ``raw_name`` names (after ``clean``), remembered per raw name."""
         # A "name" this long is prose or a runaway body; never scan it with the repair rules.
         if len(raw_name) > _MAX_NAME:
             return None
-        return resolve_tool_name(raw_name.strip(), self.tools)
+        try:
+            return self._names[raw_name]
+        except KeyError:
+            pass
+        name = clean(raw_name) if clean is not None else raw_name
+        tool = resolve_tool_name(name.strip(), self.tools)
+        if len(self._names) < _NAME_CACHE:
+            self._names[raw_name] = tool
+        return tool
 
     def typer(self, tool: ToolSpec) -> ArgumentTyper:
         typer = self._typers.get(tool.name)
@@ -86,6 +99,35 @@ class _Finder:
         return best, found
 
 
+class _Body:
+    """A block body collected from many small chunks.
+
+    Chunks are joined in groups as they arrive, so a 1 MB body is a few thousand strings,
+    not a quarter of a million 4-character ones; each character is copied at most twice.
+    """
+
+    __slots__ = ("_pieces", "_recent")
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._recent: list[str] = []
+
+    def add(self, text: str) -> None:
+        recent = self._recent
+        recent.append(text)
+        if len(recent) >= _GROUP:
+            self._pieces.append("".join(recent))
+            recent.clear()
+
+    def take(self, last: str) -> str:
+        """The whole body with ``last`` appended; the collector is empty afterwards."""
+        if not self._pieces and not self._recent:
+            return last
+        body = "".join(self._pieces) + "".join(self._recent) + last
+        self._pieces, self._recent = [], []
+        return body
+
+
 class BlockToolParser:
     """A ``ToolCallParser`` for one ``BlockFormat`` and the tools of one request."""
 
@@ -95,22 +137,26 @@ class BlockToolParser:
         self._openers = fmt.openers
         self._closers = frozenset(fmt.closers)
         self._all = (*fmt.openers, *fmt.closers)
-        self._firsts = frozenset(m[0] for m in self._all)
+        self._in_text = MarkerSet(fmt.openers)
+        self._in_block = MarkerSet(self._all)
+        self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
         self._opener: str | None = None  # the open block's opener; None in TEXT
-        self._parts: list[str] = []  # the open block's body so far
+        self._parts = _Body()  # the open block's body so far
         self._held = ""
 
     def feed(self, text: str) -> list[ParsedSegment]:
         if not text:
             return []
-        if not self._held and not any(c in text for c in self._firsts):
+        held = self._held
+        if not held and (self._first not in text if self._first else not self._in_block.may_occur_in(text)):
+            # No marker can start here: text passes, a block body grows.
             if self._opener is None:
                 return [Content(text=text)]
-            self._parts.append(text)
+            self._parts.add(text)
             return []
         out: list[ParsedSegment] = []
-        buf, self._held = self._held + text, ""
-        self._scan(buf, out)
+        self._held = ""
+        self._scan(held + text if held else text, out)
         return out
 
     def finish(self) -> list[ParsedSegment]:
@@ -120,16 +166,26 @@ class BlockToolParser:
             if held:
                 out.append(Content(text=held))
             return out
-        body = "".join(self._parts) + held
-        self._close(out, self._opener, body, None)
+        body = self._parts.take(held)
+        opener, self._opener = self._opener, None
+        self._close(out, opener, body, None)
         return out
 
     def _scan(self, buf: str, out: list[ParsedSegment]) -> None:
-        finder = _Finder(buf, self._all)
+        # Short buffers (a chunk plus a held partial marker) are searched directly; a long one
+        # (whole text) through the finder, which never searches the same stretch twice.
+        finder = _Finder(buf, self._all) if len(buf) > _SHORT else None
         start = 0  # where the text not yet emitted or collected begins
         i = 0
         while True:
-            pos, marker = finder.find(i)
+            if finder is not None:
+                pos, marker = finder.find(i)
+            else:
+                pos, marker = -1, ""
+                for candidate in self._all:
+                    at = buf.find(candidate, i)
+                    if at >= 0 and (pos < 0 or at < pos or (at == pos and len(candidate) > len(marker))):
+                        pos, marker = at, candidate
             if pos < 0:
                 break
             i = pos + len(marker)
@@ -141,8 +197,7 @@ class BlockToolParser:
                     out.append(Content(text=buf[start:pos]))
                 self._opener, start = marker, i
                 continue
-            body = "".join(self._parts) + buf[start:pos]
-            self._parts = []
+            body = self._parts.take(buf[start:pos])
             if marker in self._closers:
                 self._opener = None
                 self._close(out, opener, body, marker)
@@ -151,16 +206,14 @@ class BlockToolParser:
                 out.append(Content(text=opener + body))
                 self._opener = marker
             start = i
-        rest = buf[start:]
-        markers = self._openers if self._opener is None else self._all
-        held = partial_suffix_len(rest, markers)
-        safe = rest[: len(rest) - held]
-        if safe:
+        markers = self._in_text if self._opener is None else self._in_block
+        cut = len(buf) - markers.partial_len(buf, start)
+        if cut > start:
             if self._opener is None:
-                out.append(Content(text=safe))
+                out.append(Content(text=buf[start:cut]))
             else:
-                self._parts.append(safe)
-        self._held = rest[len(rest) - held :]
+                self._parts.add(buf[start:cut])
+        self._held = buf[cut:]
 
     def _close(self, out: list[ParsedSegment], opener: str, body: str, closer: str | None) -> None:
         segments = self._fmt.parse(opener, body, closer, self._box)

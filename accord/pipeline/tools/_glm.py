@@ -33,6 +33,10 @@ def _skip(text: str, i: int) -> int:
     return match.end() if match else i
 
 
+def _clean_name(raw: str) -> str:
+    return _NAME_EDGE.sub("", raw)
+
+
 def parse_pairs(args: str) -> list[tuple[str, str]] | None:
     """The key/value pairs of GLM argument text; ``None`` unless it is complete pairs only."""
     pairs: list[tuple[str, str]] = []
@@ -91,7 +95,7 @@ class GlmFormat:
             return None
         raw_name, args = self._split(body)
         # Layout around the name (a newline, or a literal backslash-n) is not part of it.
-        tool = tools.resolve(_NAME_EDGE.sub("", raw_name) if len(raw_name) < 512 else raw_name)
+        tool = tools.resolve(raw_name, _clean_name)
         if tool is None:
             return None
         pairs = parse_pairs(args)
