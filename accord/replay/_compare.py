@@ -25,7 +25,11 @@ def scrub(value: Any) -> Any:
 def comparable_stream(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Keepalives dropped (``response.in_progress`` after the opening pair), numbers recounted."""
     kept = [e for i, e in enumerate(events) if not (i >= 2 and e.get("type") == "response.in_progress")]
-    return [{**scrub(e), "sequence_number": n} for n, e in enumerate(kept)]
+    # Only events that carry a response or an item can hold clocks or seals; deltas are copied flat.
+    return [
+        {**(scrub(e) if "response" in e or "item" in e else e), "sequence_number": n}
+        for n, e in enumerate(kept)
+    ]
 
 
 def comparable_response(response: dict[str, Any] | None, *, usage: bool = True) -> dict[str, Any] | None:

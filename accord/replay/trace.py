@@ -259,7 +259,11 @@ def trace_options(app: AccordApp, settings: Settings) -> TraceOptions:
 
 
 def attach_traces(app: AccordApp, settings: Settings) -> TraceRecorder | None:
-    """``--trace-dir``: record every response the app runs (``--trace-redact`` drops prompt text)."""
+    """``--trace-dir``: record every response the app runs (``--trace-redact`` drops prompt text).
+
+    Attach it after anything that replaces ``app.service`` (the store): the observer factory is
+    installed on the service present now.
+    """
     if settings.trace_dir is None:
         return None
     recorder = TraceRecorder(
@@ -280,7 +284,7 @@ def attach_traces(app: AccordApp, settings: Settings) -> TraceRecorder | None:
         from accord.adapters.requests import referenced_ids
 
         ids = referenced_ids(prepared.request)
-        references = await service.references(ids) if ids else None
+        references = await app.service.references(ids) if ids else None
         await recorder.finish(prepared, log_, cause, references=references)
 
     app.finish_hooks.append(finish)
