@@ -11,7 +11,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -33,6 +33,9 @@ from accord.pipeline.parse import ParseStage
 from accord.pipeline.reasoning import ReasoningFactory
 from accord.pipeline.run import ResponseRun, RunObserver
 from accord.pipeline.tools import NoTools, ToolParserFactory
+
+if TYPE_CHECKING:
+    from accord.adapters.store import ResponseStore
 
 log = structlog.get_logger("accord.service")
 
@@ -62,6 +65,8 @@ class Service:
     vision: bool = False
     observers: Callable[[], list[RunObserver]] = list
     new_id: Callable[[str], str] = new_id
+    #: Stored responses (``previous_response_id``, ``item_reference``); None: nothing is stored.
+    store: ResponseStore | None = None
     _warned: set[str] = field(default_factory=set)
 
     def warn_once(self, key: str, message: str) -> None:
@@ -70,19 +75,57 @@ class Service:
             log.warning(message)
 
     async def history(self, request: ResponsesRequest) -> Sequence[dict[str, Any]]:
-        """Items of the conversation ``previous_response_id`` points at (none without a store)."""
-        if request.previous_response_id:
+        """Items of the conversation ``previous_response_id`` points at (SPEC S1).
+
+        That response's own history, input items and output items, oldest first; its
+        ``instructions`` are not carried over. The request's ``store`` does not matter here:
+        a ``store: false`` follow-up still reads the prior context.
+        """
+        previous = request.previous_response_id
+        if not previous:
+            return ()
+        if request.conversation is not None:
+            raise RequestError(
+                "'previous_response_id' cannot be combined with 'conversation'.", param="previous_response_id"
+            )
+        if self.store is None:
             raise RequestError(
                 "previous_response_id needs a response store; this server runs without one",
                 param="previous_response_id",
             )
-        return ()
+        from accord.adapters.store import ChainBroken
+
+        try:
+            found = await self.store.history(previous)
+        except ChainBroken as exc:
+            raise RequestError(
+                f"Previous response '{previous}' continues from '{exc.missing_id}', which is no longer stored.",
+                param="previous_response_id",
+                status=404,
+                code="previous_response_not_found",
+            ) from None
+        if found is None:
+            raise RequestError(
+                f"Previous response with id '{previous}' not found.",
+                param="previous_response_id",
+                status=404,
+                code="previous_response_not_found",
+            )
+        if found.status in ("queued", "in_progress"):
+            raise RequestError(
+                f"Previous response '{previous}' is still in progress; continue from it once it has finished.",
+                param="previous_response_id",
+            )
+        return found.items
 
     async def references(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Stored items an ``item_reference`` names (none without a store)."""
-        return {}
+        if self.store is None or not ids:
+            return {}
+        return await self.store.items(ids)
 
-    async def prepare(self, request: ResponsesRequest) -> Prepared:
+    async def conversation(self, request: ResponsesRequest) -> tuple[Conversation, Sequence[dict[str, Any]]]:
+        """The request normalised, with the history it continues (what ``prepare`` renders)."""
         history = await self.history(request)
         options = NormalizeOptions(
             web_search=self.web_search,  # type: ignore[arg-type]
@@ -90,7 +133,10 @@ class Service:
             sealer=self.sealer,
             references=await self.references(referenced_ids(request)),
         )
-        conversation = normalize(request, history=history, options=options)
+        return normalize(request, history=history, options=options), history
+
+    async def prepare(self, request: ResponsesRequest) -> Prepared:
+        conversation, history = await self.conversation(request)
         return Prepared(
             request=request,
             conversation=conversation,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from accord.adapters.http.app import AccordApp
 from accord.adapters.http.completions import attach_completions
+from accord.adapters.store import attach_store
 from accord.config import Settings
 
 
 def attach_extensions(app: AccordApp, settings: Settings) -> None:
     """Attach what the settings ask for. Each part registers its routes and hooks itself."""
     attach_completions(app)
+    attach_store(app, settings)
     del app, settings

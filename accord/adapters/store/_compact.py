@@ -1,0 +1,118 @@
+"""``POST /v1/responses/input_tokens`` and ``POST /v1/responses/compact`` (SPEC S5).
+
+Both read a would-be request exactly as ``POST /v1/responses`` would, history included.
+Compaction asks the engine itself for a summary of that conversation and hands it back
+sealed, as a ``compaction`` item: the request normaliser unseals such an item into a
+user turn carrying the summary, so replaying the compacted output reproduces the context
+in far fewer tokens, and a value that this server did not seal is never trusted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from accord.adapters.http.exchange import Exchange
+from accord.adapters.requests import (
+    ChatMessage,
+    RequestLimits,
+    ResponsesRequest,
+    TextPart,
+    decode_request,
+)
+from accord.errors import RequestError
+from accord.events.items import MessageItem, OutputText
+from accord.events.wire import WireEvent
+
+if TYPE_CHECKING:
+    from accord.adapters.http.app import AccordApp
+
+#: The turn appended to the conversation to ask the model for its summary.
+COMPACT_INSTRUCTION = (
+    "Summarize the conversation so far so that it can be continued from your summary alone: "
+    "the user's goals and constraints, decisions made, facts and tool results that still matter, "
+    "and the work that remains. Write only the summary."
+)
+#: How the summary reads when it is replayed as a turn of the conversation.
+SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
+
+
+async def _request(app: AccordApp, ex: Exchange) -> ResponsesRequest:
+    settings = app.settings
+    body = await ex.read_body(settings.max_body_bytes)
+    limits = RequestLimits(
+        max_input_items=settings.max_input_items,
+        max_tools=settings.max_tools,
+        max_string_chars=settings.max_string_chars,
+    )
+    return decode_request(body, limits)
+
+
+async def input_tokens(app: AccordApp, ex: Exchange) -> None:
+    request = await _request(app, ex)
+    service = app.service
+    conversation, _ = await service.conversation(request)
+    count = await service.engine.count_tokens(service.renderer.render(conversation))
+    await ex.json(200, {"object": "response.input_tokens", "input_tokens": count})
+
+
+def _user_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [item for item in items if item.get("type", "message") == "message" and item.get("role") == "user"]
+
+
+async def compact(app: AccordApp, ex: Exchange) -> None:
+    request = await _request(app, ex)
+    service = app.service
+    if service.sealer is None:
+        raise RequestError("compaction needs a sealing key, and this server has none", status=501)
+    conversation, history = await service.conversation(request)
+    ask = ChatMessage(role="user", content=(TextPart(text=COMPACT_INSTRUCTION),))
+    summarising = msgspec.structs.replace(
+        conversation,
+        messages=(*conversation.messages, ask),
+        tools=(),
+        tool_choice="none",
+        text_format=None,
+        last_input=COMPACT_INSTRUCTION,
+        last_item_type="message",
+    )
+    run = service.build_run(request, summarising)
+
+    async def discard(events: list[WireEvent]) -> None:
+        return None
+
+    await run.run(discard)
+    snapshot = run.log.snapshot
+    if snapshot.status == "failed" and snapshot.error is not None:
+        code = str(snapshot.error["code"])
+        exceeded = code == "context_length_exceeded"
+        raise RequestError(
+            str(snapshot.error["message"]),
+            status=400 if exceeded else 500,
+            code=code,
+            type="invalid_request_error" if exceeded else "server_error",
+        )
+    summary = "".join(
+        part.text
+        for item in snapshot.output()
+        if isinstance(item, MessageItem)
+        for part in item.content
+        if isinstance(part, OutputText)
+    ).strip()
+    compaction = {
+        "type": "compaction",
+        "id": service.new_id("cmp"),
+        "encrypted_content": service.sealer.seal(SUMMARY_PREFIX + summary),
+    }
+    await ex.json(
+        200,
+        {
+            "id": service.new_id("resp"),
+            "object": "response.compaction",
+            "created_at": int(time.time()),
+            "output": [*_user_messages([*history, *conversation.input_items]), compaction],
+            "usage": snapshot.usage,
+        },
+    )

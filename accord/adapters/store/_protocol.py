@@ -1,0 +1,94 @@
+"""The one async protocol every response store speaks (SPEC S3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from accord.adapters.store._records import ResponseRecord, StoredItem
+
+Order = Literal["asc", "desc"]
+
+
+class StoreError(Exception):
+    """Base of what a store reports to its callers on purpose."""
+
+
+class ChainBroken(StoreError):
+    """A response's history runs through a response that is no longer stored."""
+
+    def __init__(self, missing_id: str) -> None:
+        super().__init__(missing_id)
+        self.missing_id = missing_id
+
+
+class UnknownCursor(StoreError):
+    """``after`` names no input item of that response."""
+
+
+class History(msgspec.Struct, frozen=True, kw_only=True):
+    """What a continuation of a response starts from."""
+
+    #: Status of the response continued from (a background one may still be running).
+    status: str
+    #: Every earlier item, oldest first: each response's input items then its output items.
+    items: list[dict[str, Any]]
+
+
+class Page(msgspec.Struct, frozen=True, kw_only=True):
+    items: list[StoredItem]
+    has_more: bool
+
+
+class ResponseStore(Protocol):
+    """Stored responses, their logs and their conversation items.
+
+    Every method is safe to call concurrently, from any task, on asyncio and on trio;
+    writes are atomic: a reader sees a response whole or not at all.
+    """
+
+    #: ``sqlite`` or ``postgresql``.
+    kind: str
+
+    async def save(self, record: ResponseRecord, items: Sequence[StoredItem]) -> None:
+        """Insert or replace the response and all its items in one transaction."""
+        ...
+
+    async def get(self, response_id: str) -> ResponseRecord | None:
+        """The response, or None if it is unknown, deleted or expired."""
+        ...
+
+    async def delete(self, response_id: str) -> bool:
+        """Remove the response and its items; False when there was none."""
+        ...
+
+    async def history(self, response_id: str) -> History | None:
+        """The conversation up to and including ``response_id``; None if it is unknown.
+
+        Raises :class:`ChainBroken` when an earlier response of the chain was removed.
+        """
+        ...
+
+    async def items(self, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Stored items by id (for ``item_reference``); unknown ids are left out."""
+        ...
+
+    async def input_items(
+        self, response_id: str, *, after: str | None, limit: int, order: Order
+    ) -> Page | None:
+        """One page of the response's own input items; None if the response is unknown."""
+        ...
+
+    async def request_cancel(self, response_id: str) -> bool:
+        """Flag a running background response for cancellation by whichever process runs it."""
+        ...
+
+    async def cancel_requested(self, response_id: str) -> bool: ...
+
+    async def sweep(self, now: float) -> int:
+        """Remove expired responses no stored response continues from; returns how many."""
+        ...
+
+    async def aclose(self) -> None: ...

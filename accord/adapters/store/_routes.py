@@ -1,0 +1,159 @@
+"""The stored-response routes (SPEC S2): retrieve, replay, delete, input items, cancel.
+
+Every answer is read from the stored log: the JSON body is its fold, the replayed stream
+its projection. A background response still running in this process is read from its
+live log instead, which is never behind the store.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accord.adapters.http.exchange import Exchange
+from accord.adapters.store._background import BackgroundRuns, LiveRun, stream_live, wait_final
+from accord.adapters.store._protocol import ResponseStore, UnknownCursor
+from accord.adapters.store._records import ResponseRecord, page_item
+from accord.adapters.store._replay import after, replay
+from accord.errors import RequestError
+
+if TYPE_CHECKING:
+    from accord.adapters.http.app import AccordApp
+
+#: How long a cancel waits for another process to end the response it runs.
+CANCEL_WAIT_S = 10.0
+#: How long a replay of a response running in another process waits for it to end.
+FOLLOW_WAIT_S = 600.0
+
+
+def not_found(response_id: str) -> RequestError:
+    return RequestError(
+        f"Response with id '{response_id}' not found.", param="response_id", status=404, code="not_found"
+    )
+
+
+def record_body(record: ResponseRecord) -> dict[str, Any]:
+    body = record.snapshot().body()
+    if not record.final:
+        # The row of a background response holds its opening only; its own status says more.
+        body["status"] = record.status
+    return body
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1", "yes")
+
+
+def _int(ex: Exchange, name: str, default: int, low: int, high: int) -> int:
+    raw = ex.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RequestError(f"'{name}' must be an integer.", param=name) from None
+    if not low <= value <= high:
+        raise RequestError(f"'{name}' must be between {low} and {high}.", param=name)
+    return value
+
+
+class StoredRoutes:
+    def __init__(self, store: ResponseStore, runs: BackgroundRuns) -> None:
+        self.store = store
+        self.runs = runs
+
+    def register(self, app: AccordApp) -> None:
+        one = r"/v1/responses/(?P<id>[^/]+)"
+        app.add_route("GET", one, self.retrieve)
+        app.add_route("DELETE", one, self.delete)
+        app.add_route("GET", one + r"/input_items", self.input_items)
+        app.add_route("POST", one + r"/cancel", self.cancel)
+
+    async def _record(self, response_id: str) -> ResponseRecord:
+        record = await self.store.get(response_id)
+        if record is None:
+            raise not_found(response_id)
+        return record
+
+    async def retrieve(self, app: AccordApp, ex: Exchange) -> None:
+        response_id = _id(ex)
+        live = self.runs.live.get(response_id)
+        if not _flag(ex.query.get("stream")):
+            if live is not None:
+                await ex.json(200, live.body())
+            else:
+                await ex.json(200, record_body(await self._record(response_id)))
+            return
+        starting_after = _int(ex, "starting_after", -1, -1, 2**62)
+        if live is not None:
+            await stream_live(ex, live, starting_after)
+            return
+        record = await self._record(response_id)
+        if not record.final:
+            # Running in another process: its events reach the store when it ends.
+            await wait_final(self.store, response_id, FOLLOW_WAIT_S)
+            record = await self._record(response_id)
+        events = after(replay(record.decoded_events(), record.keepalive_seqs), starting_after)
+        await ex.start_sse()
+        if events:
+            await ex.sse(events)
+        await ex.end_sse()
+
+    async def delete(self, app: AccordApp, ex: Exchange) -> None:
+        response_id = _id(ex)
+        live = self.runs.live.get(response_id)
+        if live is not None:
+            await _cancel_live(live)
+        if not await self.store.delete(response_id):
+            raise not_found(response_id)
+        await ex.json(200, {"id": response_id, "object": "response", "deleted": True})
+
+    async def input_items(self, app: AccordApp, ex: Exchange) -> None:
+        response_id = _id(ex)
+        limit = _int(ex, "limit", 20, 1, 100)
+        order = ex.query.get("order", "desc")
+        if order not in ("asc", "desc"):
+            raise RequestError("'order' must be 'asc' or 'desc'.", param="order")
+        cursor = ex.query.get("after") or None
+        try:
+            page = await self.store.input_items(response_id, after=cursor, limit=limit, order=order)
+        except UnknownCursor:
+            raise RequestError(f"No input item with id '{cursor}' in this response.", param="after") from None
+        if page is None:
+            raise not_found(response_id)
+        data = [page_item(row) for row in page.items]
+        await ex.json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": page.has_more,
+            },
+        )
+
+    async def cancel(self, app: AccordApp, ex: Exchange) -> None:
+        response_id = _id(ex)
+        live = self.runs.live.get(response_id)
+        if live is not None:
+            await _cancel_live(live)
+            await ex.json(200, live.body())
+            return
+        record = await self._record(response_id)
+        if not record.background:
+            raise RequestError("Only responses created with 'background: true' can be cancelled.")
+        if not record.final:
+            await self.store.request_cancel(response_id)
+            await wait_final(self.store, response_id, CANCEL_WAIT_S)
+            record = await self._record(response_id)
+        await ex.json(200, record_body(record))
+
+
+async def _cancel_live(live: LiveRun) -> None:
+    live.cancel.set()
+    await live.done.wait()
+
+
+def _id(ex: Exchange) -> str:
+    assert ex.match is not None
+    return ex.match["id"]

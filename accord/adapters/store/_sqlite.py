@@ -1,0 +1,87 @@
+"""The embedded store: one SQLite file (SPEC S3), shared safely by several processes.
+
+WAL lets readers run beside the one writer; ``synchronous=NORMAL`` keeps every committed
+transaction across a crash of the process (only a power loss can cost the last ones);
+writers take the lock up front (``BEGIN IMMEDIATE``) and wait for it up to the busy
+timeout instead of failing when another process is writing. Connections live in a small
+pool, each used by one worker thread at a time.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from accord.adapters.store._sql import Cursor, SqlStore
+
+BUSY_TIMEOUT_S = 30.0
+
+
+class SQLiteStore(SqlStore):
+    kind = "sqlite"
+
+    def __init__(self, path: Path, *, pool_size: int = 8) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._size = max(1, pool_size)
+        self._closed = False
+        with self.transaction(write=True) as cur:
+            self.migrate(cur, "BLOB")
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are begun and ended here, explicitly.
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        return conn
+
+    @contextmanager
+    def _borrow(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            with self._lock:
+                grow = len(self._all) < self._size
+                if grow:
+                    conn = self._connect()
+                    self._all.append(conn)
+            if not grow:
+                conn = self._idle.get()
+        try:
+            yield conn
+        finally:
+            self._idle.put(conn)
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[Cursor]:
+        with self._borrow() as conn:
+            cur = conn.cursor()
+            cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+            finally:
+                cur.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
