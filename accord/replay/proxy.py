@@ -326,6 +326,11 @@ def _decode_body(raw: bytes, encoding: str) -> bytes | None:
         return None
 
 
+def proxy_app(upstream: str, out: Path) -> RecordingProxy:
+    """The ASGI app ``accord record`` serves; mount it in any ASGI server to record behind it."""
+    return RecordingProxy(upstream, out)
+
+
 async def _wait_signal() -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
@@ -334,7 +339,7 @@ async def _wait_signal() -> None:
 
 async def serve_proxy(upstream: str, host: str, port: int, out: Path) -> None:
     """Record every exchange with ``upstream`` into ``out`` while serving on ``host:port`` (until a signal)."""
-    proxy = RecordingProxy(upstream, out)
+    proxy = proxy_app(upstream, out)
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     print(f"accord record: http://{host}:{bound} -> {upstream}, recording into {out}", file=sys.stderr)

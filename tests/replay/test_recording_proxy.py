@@ -246,3 +246,41 @@ async def test_numbering_continues_after_an_earlier_session(tmp_path: Path) -> N
         await raw_post(client, via)
     assert saved[0].exchange == 8
     assert (tmp_path / "000008.response.sse").exists()
+
+
+async def test_accord_record_serves_until_terminated(tmp_path: Path) -> None:
+    """The command line: ``accord record --listen 0`` says where it listens, records, stops on SIGTERM."""
+    import re
+    import sys
+
+    upstream = Upstream(slices(STREAM, 300))
+    async with serving(upstream) as up:
+        command = [
+            sys.executable,
+            "-m",
+            "accord.cli",
+            "record",
+            "--upstream",
+            up,
+            "--listen",
+            "0",
+            "--out",
+            str(tmp_path),
+        ]
+        async with await anyio.open_process(command) as process:
+            assert process.stderr is not None
+            banner = b""
+            with anyio.fail_after(20):
+                while b"\n" not in banner:
+                    banner += await process.stderr.receive()
+            match = re.search(rb"http://127\.0\.0\.1:(\d+)", banner)
+            assert match is not None, banner
+            async with httpx.AsyncClient() as client:
+                through = await raw_post(client, f"http://127.0.0.1:{int(match.group(1))}")
+            assert through[2] == STREAM
+            process.terminate()
+            with anyio.fail_after(20):
+                assert await process.wait() == 0
+                rest = b"".join([chunk async for chunk in process.stderr])
+    assert b"1 exchanges recorded" in banner + rest
+    assert (tmp_path / "000001.response.sse").read_bytes() == STREAM
