@@ -26,7 +26,7 @@ import anyio.to_thread
 
 from accord.config import Settings
 from accord.engine import tokens
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import Engine, GenerationRequest
 from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
@@ -190,7 +190,7 @@ class RemoteEngine(UpstreamEngine):
                 yield event
 
 
-def build_remote_engine(settings: Settings) -> UpstreamEngine:
+def build_remote_engine(settings: Settings) -> Engine:
     """``--engine remote``: one pool (``--upstream``) or a prefill/decode split."""
     files = load_model_files(settings.model) if settings.model is not None else None
     common: dict[str, Any] = {

@@ -44,7 +44,7 @@ class Served:
                 await anyio.sleep(0.01)
 
         async def main() -> None:
-            await serve(self.app, config, shutdown_trigger=until_stopped)  # type: ignore[arg-type]
+            await serve(self.app, config, shutdown_trigger=until_stopped)
 
         self._thread = threading.Thread(target=lambda: anyio.run(main), daemon=True)
         self._thread.start()

@@ -10,8 +10,8 @@ import pytest
 from accord.engine.upstream import HttpSession, UpstreamPool, base_url
 
 
-def _pool(n: int, **kwargs: float) -> UpstreamPool:
-    pool = UpstreamPool([f"http://10.0.0.{i}:8000" for i in range(n)], HttpSession(), **kwargs)
+def _pool(n: int, load_factor: float = 1.5) -> UpstreamPool:
+    pool = UpstreamPool([f"http://10.0.0.{i}:8000" for i in range(n)], HttpSession(), load_factor=load_factor)
     for u in pool.upstreams:
         u.state = "up"
     return pool

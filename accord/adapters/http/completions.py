@@ -27,7 +27,7 @@ import anyio
 import msgspec
 
 from accord.adapters.http.exchange import Exchange, error_body
-from accord.engine.protocol import Engine, GenerationRequest, Sampling
+from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
 from accord.engine.upstream import NoHealthyUpstream
 from accord.errors import RequestError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
@@ -183,6 +183,8 @@ async def create_completion(app: AccordApp, ex: Exchange) -> None:
             temperature=request.temperature, top_p=request.top_p, top_k=request.top_k, seed=request.seed
         ),
         stop=tuple(stop),
+        # The whole prompt is the request's last input (a scripted engine picks its rule by it).
+        hints=RequestHints(last_input=text),
         request_id=completion_id,
     )
     head = {

@@ -10,9 +10,9 @@ requests themselves.
 * **Active checks.** An upstream never seen, or down and past its retry time, is
   *due*: the next request to choose probes it (``GET /v1/models``, short timeout),
   concurrently with any other due upstream, before choosing. Only one probe per
-  upstream runs at a time; a request that finds no upstream up waits for probes in
-  flight rather than failing at once. The probe also learns the served model id and
-  ``max_model_len``. ``list_models`` probes every upstream (``/v1/models``).
+  upstream runs at a time. A request that finds no upstream up probes them all at
+  once, backoff or not, rather than failing outright. The probe also learns the served
+  model id and ``max_model_len``. ``list_models`` probes every upstream.
 * **Routing.** Without a cache key: the least-loaded upstream (requests accord has in
   flight there), ties taken in turn. With one (``prompt_cache_key``; Codex sends its
   thread id): rendezvous hashing ranks the upstreams for the key, and the first whose
@@ -199,11 +199,11 @@ class UpstreamPool:
         if due:
             await self._probe_all(due)
         up = [u for u in candidates if u.state == "up"]
-        if not up:
-            waiting = [u for u in candidates if u.probing is not None]
-            if waiting:
-                await self._probe_all(waiting)
-                up = [u for u in candidates if u.state == "up"]
+        if not up and candidates:
+            # Nothing to route to: the backoff no longer saves anyone time, so ask every
+            # candidate now (joining probes already in flight) rather than fail outright.
+            await self._probe_all(candidates)
+            up = [u for u in candidates if u.state == "up"]
         if not up:
             raise NoHealthyUpstream("no healthy upstream")
         return self._pick(up, key)
