@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from accord.pipeline.holdback import MarkerSet
+from accord.pipeline.holdback import MarkerFinder, MarkerSet
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
 #: Leading whitespace longer than this is text, not layout before an open tag.
@@ -80,30 +80,6 @@ class ThinkFormat:
 
 
 _WS = re.compile(r"\s*")
-
-
-class _Finder:
-    """Earliest marker at or after a position, remembering each marker's next occurrence.
-
-    A marker's cached position is searched again only once the scan has passed it, so a
-    long text with many markers is still scanned O(n) times in total, not O(n) per marker hit.
-    """
-
-    def __init__(self, text: str, markers: tuple[str, ...]) -> None:
-        self._text = text
-        self._markers = markers
-        self._next = [-2] * len(markers)
-
-    def find(self, start: int) -> tuple[int, str]:
-        best, found = -1, ""
-        for k, marker in enumerate(self._markers):
-            pos = self._next[k]
-            if pos != -1 and pos < start:
-                pos = self._text.find(marker, start)
-                self._next[k] = pos
-            if pos >= 0 and (best < 0 or pos < best or (pos == best and len(marker) > len(found))):
-                best, found = pos, marker
-        return best, found
 
 
 class ThinkSplitter:
@@ -176,7 +152,7 @@ class ThinkSplitter:
         buf = self._buf
         end = len(buf)
         i = 0
-        finder: _Finder | None = None
+        finder: MarkerFinder | None = None
         while i < end:
             if self._leading:
                 i = self._lead(buf, i, final)
@@ -196,7 +172,7 @@ class ThinkSplitter:
                 i = j
                 continue
             if finder is None:
-                finder = _Finder(buf, self._markers)
+                finder = MarkerFinder(buf, self._markers)
             pos, marker = finder.find(i)
             kind = Reasoning if state is _State.INSIDE else Content
             if pos < 0:

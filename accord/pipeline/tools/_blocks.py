@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import MarkerSet
+from accord.pipeline.holdback import MarkerFinder, MarkerSet
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
@@ -78,25 +78,6 @@ class ToolBox:
         if typer is None:
             typer = self._typers[tool.name] = ArgumentTyper(tool)
         return typer
-
-
-class _Finder:
-    """Earliest marker at or after a position; each marker's next hit is cached until passed."""
-
-    def __init__(self, text: str, markers: tuple[str, ...]) -> None:
-        self._text = text
-        self._markers = markers
-        self._next = [-2] * len(markers)
-
-    def find(self, start: int) -> tuple[int, str]:
-        best, found = -1, ""
-        for k, marker in enumerate(self._markers):
-            pos = self._next[k]
-            if pos != -1 and pos < start:
-                pos = self._next[k] = self._text.find(marker, start)
-            if pos >= 0 and (best < 0 or pos < best or (pos == best and len(marker) > len(found))):
-                best, found = pos, marker
-        return best, found
 
 
 class _Body:
@@ -174,7 +155,7 @@ class BlockToolParser:
     def _scan(self, buf: str, out: list[ParsedSegment]) -> None:
         # Short buffers (a chunk plus a held partial marker) are searched directly; a long one
         # (whole text) through the finder, which never searches the same stretch twice.
-        finder = _Finder(buf, self._all) if len(buf) > _SHORT else None
+        finder = MarkerFinder(buf, self._all) if len(buf) > _SHORT else None
         start = 0  # where the text not yet emitted or collected begins
         i = 0
         while True:
