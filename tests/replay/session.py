@@ -88,4 +88,6 @@ def run_session(
             for n, _ in enumerate(response.iter_raw()):
                 if n >= 3:
                     break
+        metrics = httpx.get(server.base_url + "/metrics").text
+        assert "accord_traces_dropped_total 0" in metrics
     return tmp / "traces", recorder
