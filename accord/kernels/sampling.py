@@ -6,7 +6,8 @@ batch, and a request that is preempted and recomputed draws the same numbers aga
 
 Sampling is the Gumbel-max trick: ``argmax(logits / T + Gumbel noise)`` is an exact draw from
 ``softmax(logits / T)``, and it needs no cumulative sums, which is what lets the GPU kernel in
-:mod:`accord.kernels.cuda` do the same thing in one pass.
+:mod:`accord.kernels.cuda` do the same thing in one pass (with its own counter-based generator, so a
+seed gives one sequence on CPU and another, equally fixed, on a GPU).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
+from accord.kernels import cuda
 
 _MASK64 = (1 << 64) - 1
 
@@ -73,6 +76,8 @@ def sample(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
     """One token per row of ``logits`` [B, V] (float32)."""
     if logits.shape[0] != len(rows):
         raise ValueError("one SamplingRow per logits row")
+    if logits.device.type == "cuda" and cuda.available():
+        return _sample_cuda(logits, rows)
     choices = logits.argmax(dim=-1).tolist()
     for i, row in enumerate(rows):
         if row.greedy:
@@ -81,3 +86,18 @@ def sample(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
         scores = scores + gumbel_noise(scores.shape[-1], row, scores.device)
         choices[i] = int(scores.argmax())
     return [int(c) for c in choices]
+
+
+def _sample_cuda(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
+    """Filtering in torch, then the cupy kernel draws every row in one launch."""
+    scaled = torch.stack(
+        [
+            logits[i] if r.greedy else filter_logits(logits[i] / r.temperature, r.top_k, r.top_p)
+            for i, r in enumerate(rows)
+        ]
+    )
+    device = logits.device
+    temperature = torch.tensor([0.0 if r.greedy else 1.0 for r in rows], device=device)
+    seeds = torch.tensor([r.seed for r in rows], dtype=torch.int64, device=device)
+    steps = torch.tensor([r.step for r in rows], dtype=torch.int64, device=device)
+    return [int(t) for t in cuda.gumbel_argmax(scaled, temperature, seeds, steps).tolist()]

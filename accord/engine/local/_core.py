@@ -13,6 +13,7 @@ end (or waited for its cancellation to be acknowledged) also sees the blocks fre
 from __future__ import annotations
 
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -165,7 +166,9 @@ class EngineCore:
             self._scheduler.advance(work)
             tokens = sample(logits, [w.seq.sampling_row() for w in batch.sampled])
         except Exception as exc:  # a failed step fails the requests in it, not the engine
-            log.exception("engine step failed")
+            log.error(
+                "engine step failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()
+            )
             failed = {id(w.seq): w.seq for w in work}
             out: list[tuple[Sequence, list[GenerationOutput]]] = []
             for seq in failed.values():

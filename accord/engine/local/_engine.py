@@ -58,6 +58,7 @@ class LocalEngine:
         self,
         *,
         core: EngineCore,
+        pool: BlockPool,
         tokenizer: Tokenizer,
         model_name: str,
         context_length: int,
@@ -65,6 +66,7 @@ class LocalEngine:
         general_name: str,
     ) -> None:
         self._core = core
+        self._pool = pool
         self._tokenizer = tokenizer
         self._model_name = model_name
         self._context_length = context_length
@@ -105,11 +107,11 @@ class LocalEngine:
         del model_file  # drops the file's memory map: only the built weights stay resident
         cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
         model = LlamaModel(cfg, weights, cache, dtype, context)
-        scheduler = Scheduler(
-            BlockPool(num_blocks, block_size), cache, max_batch=max_batch, chunk_tokens=chunk_tokens
-        )
+        pool = BlockPool(num_blocks, block_size)
+        scheduler = Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
         return cls(
             core=EngineCore(model, scheduler, dev),
+            pool=pool,
             tokenizer=tokenizer,
             model_name=model_name or _QUANT_SUFFIX.sub("", path.stem),
             context_length=context,
@@ -157,13 +159,17 @@ class LocalEngine:
 
     def reset_prefix_cache(self) -> None:
         """Forget every cached prefix; requests submitted after this call find none."""
-        self._core.command(self._core_pool_forget)
+        self._core.command(self._forget_prefixes)
 
-    def _core_pool_forget(self) -> None:
-        self._core._scheduler.pool.forget_prefixes()
+    def _forget_prefixes(self) -> None:
+        self._pool.forget_prefixes()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._core.close)
+
+    def close(self) -> None:
+        """Stop the engine thread (blocking); running requests end with ``engine_error``."""
+        self._core.close()
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationOutput]:
         tok = self._tokenizer

@@ -65,6 +65,8 @@ class LlamaModel:
             gate_up = _linear(h, layer.gate_up, batch.dense_rows)
             act = F.silu(gate_up[:, : cfg.n_ff]) * gate_up[:, cfg.n_ff :]
             x = x + _linear(act, layer.down, batch.dense_rows).float()
+        if batch.logit_rows.numel() == 0:
+            return x.new_empty(0, self.config.vocab_size)
         last = rms_norm(x.index_select(0, batch.logit_rows), self.weights.norm, cfg.norm_eps)
         logits = self.weights.head.matmul(last.to(self.dtype)).float()
         return self._refine(logits, last)
