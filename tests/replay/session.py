@@ -1,5 +1,6 @@
 """A varied session against accord with traces on: text, reasoning, a tool call, failures, a length cut,
-a context overflow, keepalives, a client hang-up and a non-streamed request (issue acceptance)."""
+a context overflow, keepalives, a client hang-up, a non-streamed request and two continuations (by
+previous_response_id and by item_reference) -- the issue's acceptance session."""
 
 from __future__ import annotations
 
@@ -83,7 +84,24 @@ def run_session(
             if text == "long":
                 body["max_output_tokens"] = 4
             assert httpx.post(url, json=body, timeout=20).status_code == 200
-        assert httpx.post(url, json={"model": "m", "input": "hello"}, timeout=20).status_code == 200
+        first = httpx.post(url, json={"model": "m", "input": "hello"}, timeout=20).json()
+        # Continuations: the trace records the stored history and referenced items they were built from.
+        follow_up = {
+            "model": "m",
+            "input": "hello again",
+            "previous_response_id": first["id"],
+            "stream": True,
+        }
+        assert httpx.post(url, json=follow_up, timeout=20).status_code == 200
+        message_id = next(i["id"] for i in first["output"] if i["type"] == "message")
+        referenced = [
+            {"type": "item_reference", "id": message_id},
+            {"role": "user", "content": "hello, go on"},
+        ]
+        assert (
+            httpx.post(url, json={"model": "m", "input": referenced, "stream": True}, timeout=20).status_code
+            == 200
+        )
         with httpx.stream("POST", url, json={"model": "m", "input": "endless", "stream": True}) as response:
             for n, _ in enumerate(response.iter_raw()):
                 if n >= 3:

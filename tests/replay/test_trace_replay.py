@@ -24,7 +24,7 @@ from tests.replay.session import SECRET, run_session
 def traces(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One recorded session per worker class, shared by the tests below (they only read it)."""
     directory, recorder = run_session(tmp_path_factory.mktemp(f"session-{request.param}"), str(request.param))
-    assert recorder.statistics().written == 8
+    assert recorder.statistics().written == 10
     assert recorder.statistics().dropped == 0
     return directory
 
@@ -36,7 +36,7 @@ def causes(directory: Path) -> Counter[str]:
 def test_the_session_covers_every_ending(traces: Path) -> None:
     assert causes(traces) == Counter(
         {
-            "completed": 4,
+            "completed": 6,
             "incomplete": 1,
             "failed:engine_error": 1,
             "failed:context_length_exceeded": 1,
@@ -51,7 +51,7 @@ def test_replay_reports_no_change_and_no_violation(traces: Path) -> None:
     out = io.StringIO()
     assert replay_dir(traces, out) == 0, out.getvalue()
     assert (
-        "replay: 8 traces: 8 unchanged, 0 changed, 0 with invariant violations, 0 unreadable"
+        "replay: 10 traces: 10 unchanged, 0 changed, 0 with invariant violations, 0 unreadable"
         in out.getvalue()
     )
 
@@ -65,7 +65,7 @@ def test_rechunked_replay_keeps_every_snapshot(traces: Path) -> None:
 
 async def test_replay_runs_on_both_backends(traces: Path, anyio_backend: str) -> None:
     results = await replay_paths(trace_files(traces), None)
-    assert [r.error for r in results] == [None] * 8
+    assert [r.error for r in results] == [None] * 10
     assert not any(r.changed or r.violated for r in results)
 
 
@@ -77,6 +77,14 @@ def test_traces_audit_as_streams(traces: Path) -> None:
     assert {v["format"] for v in verdicts} == {"trace"}
     defective = [v for v in verdicts if v["status"] == "defective"]
     assert [[d["code"] for d in v["defects"]] for v in defective] == [["missing_terminal"]]
+
+
+def test_continuations_record_what_they_were_built_from(traces: Path) -> None:
+    headers = [load_trace(p).header for p in trace_files(traces)]
+    [continued] = [h for h in headers if h["request"].get("previous_response_id")]
+    assert [i.get("type", "message") for i in continued["history"]][:1] == ["message"]
+    [referencing] = [h for h in headers if isinstance(h["request"].get("input"), list)]
+    assert next(iter(referencing["references"].values()))["type"] == "message"
 
 
 def test_keepalives_were_recorded_and_do_not_count_as_changes(traces: Path) -> None:
