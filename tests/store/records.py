@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from accord.adapters.build import build_service
+from accord.adapters.http.app import AccordApp
 from accord.adapters.requests import RequestLimits, decode_request
 from accord.adapters.service import Service
 from accord.adapters.store import ResponseRecord, StoredItem
 from accord.adapters.store._records import conversation_items, make_record
+from accord.adapters.wiring import attach_extensions
+from accord.engine.protocol import GenerationRequest
+from accord.engine.scripted import ScriptedEngine, load_script
+from accord.events.generation import GenerationOutput
 from accord.events.wire import WireEvent
-from tests.serving import scripted_settings, write_script
+from tests.serving import Server, running, scripted_settings, write_script
 
 LIMITS = RequestLimits(max_input_items=1000, max_tools=64, max_string_chars=1_000_000)
 
@@ -48,3 +55,33 @@ async def run_record(
         ttl=ttl,
     )
     return record, conversation_items(prepared.conversation.input_items, log.snapshot), sent
+
+
+class RecordingEngine(ScriptedEngine):
+    """The scripted engine, keeping every prompt it was asked to continue."""
+
+    prompts: list[str]
+
+    def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
+        self.prompts.append(request.prompt)
+        return super().generate(request)
+
+
+@contextmanager
+def recording_server(tmp: Path, rules: list[dict[str, Any]], **extra: Any) -> Iterator[Server]:
+    """A real server whose engine records prompts (Qwen3 reasoning and Qwen3-Coder tool calls)."""
+    values: dict[str, Any] = {"reasoning_parser": "qwen3", "tool_parser": "qwen3_coder", **extra}
+    settings = scripted_settings(write_script(tmp, rules), **values)
+    assert settings.script is not None
+    engine = RecordingEngine(load_script(settings.script))
+    engine.prompts = []
+    app = AccordApp(settings, build_service(settings, engine=engine))
+    attach_extensions(app, settings)
+    with running(settings, app=app) as srv:
+        yield srv
+
+
+def prompts(server: Server) -> list[str]:
+    engine = server.app.service.engine
+    assert isinstance(engine, RecordingEngine)
+    return engine.prompts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +11,8 @@ import httpx
 import openai
 import pytest
 
-from accord.adapters.build import build_service
-from accord.adapters.http.app import AccordApp
-from accord.adapters.wiring import attach_extensions
-from accord.engine.protocol import GenerationRequest
-from accord.engine.scripted import ScriptedEngine, load_script
-from accord.events.generation import GenerationOutput
-from tests.serving import Server, running, scripted_settings, write_script
+from tests.serving import Server
+from tests.store.records import prompts, recording_server
 
 CALL = (
     "<tool_call>\n<function=get_weather>\n<parameter=city>\n{city}\n</parameter>\n</function>\n</tool_call>"
@@ -44,36 +39,10 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-class RecordingEngine(ScriptedEngine):
-    """The scripted engine, keeping every prompt it was asked to continue."""
-
-    prompts: list[str]
-
-    def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
-        self.prompts.append(request.prompt)
-        return super().generate(request)
-
-
 @pytest.fixture
 def server(tmp_path: Path, worker_class: str) -> Iterator[Server]:
-    settings = scripted_settings(
-        write_script(tmp_path, RULES),
-        worker_class=worker_class,
-        reasoning_parser="qwen3",
-        tool_parser="qwen3_coder",
-    )
-    engine = RecordingEngine(load_script(settings.script))  # type: ignore[arg-type]
-    engine.prompts = []
-    app = AccordApp(settings, build_service(settings, engine=engine))
-    attach_extensions(app, settings)
-    with running(settings, app=app) as srv:
+    with recording_server(tmp_path, RULES, worker_class=worker_class) as srv:
         yield srv
-
-
-def prompts(server: Server) -> list[str]:
-    engine = server.app.service.engine
-    assert isinstance(engine, RecordingEngine)
-    return engine.prompts
 
 
 def client(server: Server) -> Any:
