@@ -371,3 +371,36 @@ async def _sse(send: Send, payload: Any) -> None:
 
 async def _sse_raw(send: Send, data: bytes, *, more: bool = True) -> None:
     await send({"type": "http.response.body", "body": b"data: " + data + b"\n\n", "more_body": more})
+
+
+def main() -> None:
+    """``python -m tests.remote.fake_vllm --port N [--tokens N --token-delay S ...]`` (benchmarks)."""
+    import argparse
+
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--first-token-delay", type=float, default=0.0)
+    parser.add_argument("--token-delay", type=float, default=0.0)
+    args = parser.parse_args()
+    app = FakeVLLM("bench")
+    # N/2 words, N/2 - 1 spaces and a full stop: N tokens for an even N.
+    app.behaviour.reply = " ".join(f"w{n}" for n in range(args.tokens // 2)) + "."
+    app.behaviour.first_token_delay = args.first_token_delay
+    app.behaviour.token_delay = args.token_delay
+    config = Config()
+    config.bind = [f"127.0.0.1:{args.port}"]
+    config.accesslog = None
+    config.errorlog = None
+
+    async def run() -> None:
+        await serve(app, config)  # type: ignore[arg-type]  # hypercorn types its ASGI callable narrowly
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()

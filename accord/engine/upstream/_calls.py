@@ -141,11 +141,12 @@ async def _stream_once(
                 pool.mark_up(upstream)
                 decoder = SSEDecoder()
                 async for data in response.aiter_bytes():
+                    # After the last event the body is read to its end all the same: a response
+                    # closed before its end closes its connection, and the next request would
+                    # pay for a new one.
                     for payload in decoder.feed(data):
                         for event in reader.feed(payload):
                             yield event
-                        if reader.done:
-                            return
                 for payload in decoder.finish():
                     for event in reader.feed(payload):
                         yield event

@@ -90,24 +90,39 @@ class Upstream:
 
 
 class HttpSession:
-    """One httpx client per engine, made on first use inside the running event loop."""
+    """The engine's httpx clients, made on first use inside the running event loop.
 
-    def __init__(self, *, connect_timeout: float = 5.0, read_timeout: float | None = 600.0) -> None:
+    Requests are spread over a few clients rather than one: httpcore's pool scans every
+    connection for every connection each time a request starts or ends, so its cost per
+    request grows with the square of the streams open through it.
+    """
+
+    def __init__(
+        self, *, connect_timeout: float = 5.0, read_timeout: float | None = 600.0, shards: int = 8
+    ) -> None:
         self.timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=30.0)
-        self._client: httpx.AsyncClient | None = None
+        self.shards = max(1, shards)
+        self._clients: list[httpx.AsyncClient] = []
+        self._turn = 0
 
     @property
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            # Streams are long and many; the default cap of 100 connections would queue them.
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-            self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits, trust_env=False)
-        return self._client
+        if not self._clients:
+            # Streams are long and many: no cap on connections (httpx's default is 100).
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+            # One TLS context for all: loading the CA bundle costs ~20 ms a client.
+            tls = httpx.create_ssl_context(trust_env=False)
+            self._clients = [
+                httpx.AsyncClient(timeout=self.timeout, limits=limits, verify=tls, trust_env=False)
+                for _ in range(self.shards)
+            ]
+        self._turn = (self._turn + 1) % self.shards
+        return self._clients[self._turn]
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients = self._clients, []
+        for client in clients:
+            await client.aclose()
 
 
 class UpstreamPool:
