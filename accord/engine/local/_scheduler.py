@@ -29,11 +29,12 @@ class Work:
     seq: Sequence
     start: int
     length: int
+    #: Whether the work reaches the sequence's last token, so a new token is sampled from it.
+    samples: bool
 
-    @property
-    def samples(self) -> bool:
-        """Whether this work reaches the sequence's last token, so a new token is sampled from it."""
-        return self.start + self.length == len(self.seq.tokens)
+
+def _work(seq: Sequence, length: int) -> Work:
+    return Work(seq, seq.computed, length, seq.computed + length == len(seq.tokens))
 
 
 class Scheduler:
@@ -69,7 +70,7 @@ class Scheduler:
         preempted = self._grow_decoders()
         for seq in self.running:
             if seq.decoding:
-                work.append(Work(seq, seq.computed, 1))
+                work.append(_work(seq, 1))
         budget = self.chunk_tokens
         prefilling = False
         for seq in self.running:
@@ -78,7 +79,7 @@ class Scheduler:
             length = min(len(seq.tokens) - seq.computed, self.chunk_tokens)
             if prefilling and length > budget:
                 continue
-            work.append(Work(seq, seq.computed, length))
+            work.append(_work(seq, length))
             budget -= length
             prefilling = True
         while not preempted and self.waiting and len(self.running) < self.max_batch and budget > 0:
@@ -89,7 +90,7 @@ class Scheduler:
             length = min(len(seq.tokens) - seq.computed, self.chunk_tokens)
             if prefilling and length > budget:
                 break  # admitted with its blocks; its first chunk runs next step
-            work.append(Work(seq, seq.computed, length))
+            work.append(_work(seq, length))
             budget -= length
             prefilling = True
         return work

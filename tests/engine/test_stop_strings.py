@@ -1,0 +1,48 @@
+"""Stop strings over streamed text: the same result however the text is split."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from accord.engine.local._sequence import StopMatcher
+
+
+def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, bool]:
+    matcher = StopMatcher(stops)
+    out = []
+    for piece in pieces:
+        out.append(matcher.feed(piece))
+        if matcher.stopped:
+            return "".join(out), True
+    out.append(matcher.flush())
+    return "".join(out), False
+
+
+def whole(stops: tuple[str, ...], text: str) -> tuple[str, bool]:
+    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return (text[: min(hits)], True) if hits else (text, False)
+
+
+@given(
+    text=st.text(alphabet="abc\n", max_size=40),
+    stops=st.lists(st.text(alphabet="abc\n", min_size=1, max_size=4), max_size=3),
+    cuts=st.lists(st.integers(0, 40), max_size=10),
+)
+def test_streamed_stop_matching_equals_matching_the_whole_text(
+    text: str, stops: list[str], cuts: list[int]
+) -> None:
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    assert feed_all(tuple(stops), pieces) == whole(tuple(stops), text)
+
+
+def test_text_that_might_start_a_stop_string_is_held_back() -> None:
+    matcher = StopMatcher(("</end>",))
+    assert matcher.feed("hello </e") == "hello "
+    assert matcher.feed("xtra") == "</extra"
+    assert matcher.feed("</en") == ""
+    assert matcher.feed("d> more") == ""
+    assert matcher.stopped
