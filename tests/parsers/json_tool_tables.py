@@ -819,7 +819,28 @@ def _table(parser: str, rows: list[Row], bench_unit: str) -> dict[str, Any]:
     }
 
 
-_PROSE = "I'll look that up for you now, comparing a < b as needed. "
+#: A realistic turn for the benchmark: a paragraph (with a comparison in it), then a small
+#: call and a patch of a few hundred characters.
+_PROSE = (
+    "I'll look that up for you now. The config says the timeout must satisfy a < b, and the "
+    "tests compare the retry count against the limit, so before changing anything I will read "
+    "the current values and the weather service's answer for the city you named, then patch the "
+    "file with the smallest change that keeps every existing caller working.\n"
+)
+_BIG_PATCH = C(
+    "apply_patch",
+    json.dumps(
+        {
+            "input": "*** Begin Patch\n*** Update File: src/client.py\n@@ def fetch(url, retries=3):\n"
+            + "".join(
+                f'-    timeout = {i}  # "old" value\n+    timeout = {i + 1}  # "new" value\n'
+                for i in range(6)
+            )
+            + "*** End Patch"
+        }
+    ),
+)
+_CALLS = [PARIS, _BIG_PATCH]
 
 
 def tables() -> dict[str, dict[str, Any]]:
@@ -827,34 +848,29 @@ def tables() -> dict[str, dict[str, Any]]:
     v3 = DeepSeek("deepseek_v3", _v3_one, "\n")
     v31 = DeepSeek("deepseek_v31", _v31_one, "")
     hermes, llama, mistral, kimi = Hermes(), Llama3(), Mistral(), Kimi()
-    llama_unit = llama.block([PARIS, TIME])[0]
+
+    def unit(w: Writer) -> str:
+        return _PROSE + w.block(_CALLS, after_text=True)[0] + "\n"
+
     out = {
-        "tools/hermes.json": _table("hermes", hermes_rows(), _PROSE + hermes.block([PARIS, TIME])[0] + "\n"),
-        "tools/llama3_json.json": _table("llama3_json", llama3_rows(), llama_unit + "; "),
-        "tools/mistral.json": _table(
-            "mistral", mistral_rows(), _PROSE + mistral.block([PARIS, TIME])[0] + "\n"
-        ),
-        "tools/deepseek_v3.json": _table(
-            "deepseek_v3", deepseek_rows(v3), _PROSE + v3.block([PARIS, TIME])[0] + "\n"
-        ),
-        "tools/deepseek_v31.json": _table(
-            "deepseek_v31", deepseek_rows(v31), _PROSE + v31.block([PARIS, TIME])[0] + "\n"
-        ),
-        "tools/kimi_k2.json": _table("kimi_k2", kimi_rows(), _PROSE + kimi.block([PARIS, TIME])[0] + "\n"),
-        "tools/harmony.json": _table(
-            "harmony", harmony_tool_rows(), _PROSE + harmony_call("get_weather", PARIS.args) + "\n"
-        ),
+        "tools/hermes.json": _table("hermes", hermes_rows(), unit(hermes)),
+        "tools/llama3_json.json": _table("llama3_json", llama3_rows(), unit(llama)),
+        "tools/mistral.json": _table("mistral", mistral_rows(), unit(mistral)),
+        "tools/deepseek_v3.json": _table("deepseek_v3", deepseek_rows(v3), unit(v3)),
+        "tools/deepseek_v31.json": _table("deepseek_v31", deepseek_rows(v31), unit(v31)),
+        "tools/kimi_k2.json": _table("kimi_k2", kimi_rows(), unit(kimi)),
+        "tools/harmony.json": _table("harmony", harmony_tool_rows(), unit(Harmony())),
     }
-    unit = (
+    turn = (
         f"{CHANNEL}analysis{MESSAGE}{_PROSE}{END}{START}assistant{CHANNEL}commentary{MESSAGE}Checking.{END}"
-        + harmony_call("get_weather", PARIS.args)
+        + harmony_call("apply_patch", _BIG_PATCH.args)
         + f"{START}assistant{CHANNEL}final{MESSAGE}{_PROSE}{RETURN}"
     )
     out["reasoning/harmony.json"] = {
         "stage": "reasoning",
         "parser": "harmony",
         "rows": harmony_reasoning_rows(),
-        "bench": {"thinking": None, "parts": [{"repeat": unit}]},
+        "bench": {"thinking": None, "parts": [{"repeat": turn}]},
     }
     return out
 

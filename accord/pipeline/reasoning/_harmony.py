@@ -38,7 +38,8 @@ from __future__ import annotations
 import enum
 import re
 
-from accord.pipeline.holdback import find_first, split_safe
+from accord.pipeline._finder import MarkerFinder
+from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.reasoning import register
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
@@ -51,6 +52,7 @@ RETURN = "<|return|>"
 CALL = "<|call|>"
 
 _MARKERS = (START, CHANNEL, MESSAGE, CONSTRAIN, END, RETURN, CALL)
+_MARKER_SET = MarkerSet(_MARKERS)
 _TERMINATORS = frozenset({END, RETURN, CALL})
 _HEADER_OPENERS = frozenset({START, CHANNEL})
 
@@ -92,6 +94,7 @@ class HarmonySplitter:
         self._kind = _Kind.FINAL
         self._held = ""
         self._header: list[str] = []
+        self._header_has_channel = False
         self._call: list[str] = []
         self._out: list[ParsedSegment] = []
 
@@ -107,16 +110,19 @@ class HarmonySplitter:
             return [self._segment(text)]
         self._out = []
         buf, self._held = self._held + text, ""
+        finder = MarkerFinder(buf, _MARKERS)
         pos = 0
         while True:
-            at, marker = find_first(buf, _MARKERS, pos)
+            at, marker = finder.find(pos)
             if at < 0:
                 break
             self._text(buf[pos:at])
             self._marker(marker)
             pos = at + len(marker)
-        safe, self._held = split_safe(buf[pos:], _MARKERS)
-        self._text(safe)
+        n = len(buf)
+        held = _MARKER_SET.partial_len(buf, pos)
+        self._text(buf[pos : n - held])
+        self._held = buf[n - held :] if held else ""
         return self._out
 
     def finish(self) -> list[ParsedSegment]:
@@ -155,13 +161,14 @@ class HarmonySplitter:
             if marker == MESSAGE:
                 self._header.append(marker)
                 self._open_body()
-            elif marker in _HEADER_OPENERS and (marker == START or CHANNEL in "".join(self._header)):
+            elif marker == START or (marker == CHANNEL and self._header_has_channel):
                 # A new header before this one was finished: the unfinished one is dropped.
-                self._header = [marker]
+                self._start_header(marker)
             elif marker in _TERMINATORS:
                 self._header = []
                 self._mode = _Mode.OUTSIDE
             else:
+                self._header_has_channel = self._header_has_channel or marker == CHANNEL
                 self._header.append(marker)
             return
         if mode is _Mode.BODY:
@@ -174,20 +181,23 @@ class HarmonySplitter:
             if marker in _HEADER_OPENERS:
                 if self._kind is _Kind.CALL:
                     self._emit_call(phase="commentary")
-                self._mode = _Mode.HEADER
-                self._header = [marker]
+                self._start_header(marker)
                 return
             self._text(marker)  # <|message|> or <|constrain|> inside a body: keep as text
             return
         if marker in _HEADER_OPENERS:
-            self._mode = _Mode.HEADER
-            self._header = [marker]
+            self._start_header(marker)
         elif marker == MESSAGE:
             self._header = [marker]
             self._open_body()
         elif marker == CONSTRAIN:
             self._text(marker)
         # An end token between messages is structure: dropped.
+
+    def _start_header(self, marker: str) -> None:
+        self._mode = _Mode.HEADER
+        self._header = [marker]
+        self._header_has_channel = marker == CHANNEL
 
     def _open_body(self) -> None:
         self._mode = _Mode.BODY

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
-from accord.pipeline.tools._jsonscan import is_object_text
+from accord.pipeline.tools._callformat import CallFormat, resolve
+from accord.pipeline.tools._jsoncalls import JsonCallParser
+from accord.pipeline.tools._jsonscan import UNDECODED, is_object
 
 SECTION_BEGIN = "<｜tool▁calls▁begin｜>"
 SECTION_END = "<｜tool▁calls▁end｜>"
@@ -45,7 +47,12 @@ class DeepSeekFormat(CallFormat):
         self.header_only = header_only
 
     def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+        self,
+        opener: str,
+        header: str,
+        payload: str | None,
+        tools: Sequence[ToolSpec],
+        decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         m = self._header.fullmatch(header)
         if m is None:
@@ -55,7 +62,7 @@ class DeepSeekFormat(CallFormat):
             return None
         if payload is None:
             return [ToolCall(name=name, arguments="{}")]
-        if not is_object_text(payload):
+        if not is_object(payload, decoded):
             return None
         return [ToolCall(name=name, arguments=payload)]
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
-from accord.pipeline.tools._jsonscan import is_object_text
+from accord.pipeline.tools._callformat import CallFormat, resolve
+from accord.pipeline.tools._jsoncalls import JsonCallParser
+from accord.pipeline.tools._jsonscan import UNDECODED, is_object
 
 START = "<|start|>"
 CHANNEL = "<|channel|>"
@@ -58,7 +60,12 @@ class HarmonyFormat(CallFormat):
     header_cap = 512
 
     def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+        self,
+        opener: str,
+        header: str,
+        payload: str | None,
+        tools: Sequence[ToolSpec],
+        decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         pattern = _HEADER_AFTER_START if opener == START else _HEADER_AFTER_CHANNEL
         m = pattern.fullmatch(header)
@@ -75,7 +82,7 @@ class HarmonyFormat(CallFormat):
             return None
         if payload is None:
             return [ToolCall(name=name, arguments="{}")]
-        if not is_object_text(payload):
+        if not is_object(payload, decoded):
             return None
         return [ToolCall(name=name, arguments=payload)]
 

@@ -10,11 +10,13 @@ part of the argument.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
-from accord.pipeline.tools._jsonscan import arguments_text, object_members
+from accord.pipeline.tools._callformat import CallFormat, resolve
+from accord.pipeline.tools._jsoncalls import JsonCallParser
+from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members
 
 
 def wrapper_call(
@@ -55,7 +57,12 @@ class HermesFormat(CallFormat):
         return not header.strip()
 
     def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+        self,
+        opener: str,
+        header: str,
+        payload: str | None,
+        tools: Sequence[ToolSpec],
+        decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         if payload is None:
             return None

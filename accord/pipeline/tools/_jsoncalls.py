@@ -3,7 +3,7 @@
 Hermes/Qwen, Llama 3, Mistral, DeepSeek V3/V3.1, Kimi-K2 and harmony all write a call as
 *opener, header, JSON payload, closer*; they differ in the markers, in what the header may
 hold (a name, an id, a channel line) and in how the payload names the tool. A
-:class:`CallFormat` says that much; :class:`JsonCallParser` does the rest, identically for
+:class:`CallFormat` (``_callformat.py``) says that much; :class:`JsonCallParser` does the rest, identically for
 every family.
 
 Theory of operation
@@ -48,75 +48,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline._finder import MarkerFinder
-from accord.pipeline.holdback import find_first, split_safe
-from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
-from accord.pipeline.tools._jsonscan import INVALID, MORE, JsonScanner
-from accord.pipeline.tools.names import resolve_tool_name
+from accord.pipeline.holdback import MarkerSet, find_first
+from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
+from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
+from accord.pipeline.tools._jsonscan import INVALID, MORE, UNDECODED, JsonScanner, decode_at
 
 _TEXT, _HEADER, _PAYLOAD, _TAIL = range(4)
-
-#: How much of a payload's start ``CallFormat.payload_prefix_ok`` sees.
-HEAD_LEN = 64
 
 _NOT_WS = re.compile(r"[^ \t\r\n]")
 _NOT_SEP = re.compile(r"[^ \t\r\n;]")
 _FENCE = "```"
-#: Tail text examined per step (whitespace runs longer than this take several steps).
-_TAIL_STEP = 256
 
 
 def _skip_ws(text: str, i: int) -> int:
-    m = _NOT_WS.search(text, i)
-    return len(text) if m is None else m.start()
-
-
-class CallFormat:
-    """One family's markup; subclasses set the markers and implement :meth:`calls`."""
-
-    #: Markers that open a call.
-    openers: tuple[str, ...] = ()
-    #: Markers that end a call and belong to it; none: the call ends with its payload.
-    closers: tuple[str, ...] = ()
-    #: Markers that end a call without belonging to it (the end of its section).
-    soft_closers: tuple[str, ...] = ()
-    section_begins: tuple[str, ...] = ()
-    section_ends: tuple[str, ...] = ()
-    #: A closer ends the payload even inside a JSON string (harmony: closers are tokens the
-    #: reasoning splitter has already acted on).
-    hard_closers = False
-    #: A markdown fence may close the payload before the closer (DeepSeek V3).
-    fence = False
-    #: A payload may start with ``[`` when the header is blank (Mistral's pre-v11 list).
-    array_payload = False
-    #: A closer right after the header is a call without arguments.
-    header_only = False
-    #: A ``{`` at the start of the output (or after a call and ``;``) opens a call (Llama 3).
-    bare_calls = False
-    header_cap = 256
-
-    def header_prefix_ok(self, opener: str, header: str) -> bool:
-        """Whether ``header`` can still grow into a valid header; ``False`` fails the call."""
-        del opener, header
-        return True
-
-    def payload_prefix_ok(self, head: str) -> bool:
-        """Whether a payload starting with ``head`` (up to ``HEAD_LEN`` chars) may be a call."""
-        del head
-        return True
-
-    def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
-    ) -> list[ToolCall] | None:
-        """The calls one complete block stands for; ``None`` (or none) releases it as text."""
-        raise NotImplementedError
-
-
-def resolve(raw_name: str, tools: Sequence[ToolSpec]) -> str | None:
-    """The declared name (as offered) ``raw_name`` stands for, or ``None`` (SPEC P6)."""
-    spec = resolve_tool_name(raw_name.strip(), tools)
-    return None if spec is None else spec.name
+    n = len(text)
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    return i
 
 
 class JsonCallParser:
@@ -127,7 +78,8 @@ class JsonCallParser:
         self._tools = tuple(tools)
         self._openers = fmt.openers
         self._text_markers = (*fmt.openers, *fmt.section_begins, *fmt.section_ends)
-        self._leads = frozenset(m[0] for m in self._text_markers)
+        self._text_set = MarkerSet(self._text_markers)
+        self._lead = re.compile("[" + re.escape(self._text_set.firsts) + "]")
         self._ends = (*fmt.closers, *fmt.soft_closers)
         self._end_max = max((len(m) for m in self._ends), default=1)
         self._mode = _TEXT
@@ -146,31 +98,53 @@ class JsonCallParser:
         self._payload: list[str] = []
         self._payload_text = ""
         self._head = ""
-        self._closer_window = ""
+        self._head_decided = False
+        self._decoded: Any = UNDECODED
+        # Payload chunks need nothing but the scanner (no prefix check, no hard closers).
+        self._payload_fast = False
+        # Hard closers: the end of the payload so far that could start one.
+        self._closer_set = MarkerSet(fmt.closers)
+        self._closer_held = ""
         self._scanner = JsonScanner()
-        self._tail = ""
-        self._tail_pos = 0
+        # After the payload: the tail text taken in from earlier chunks, and its last
+        # non-whitespace run, which must still grow into a closer (or DeepSeek's fence).
+        self._tail: list[str] = []
+        self._partial = ""
         self._fenced = False
         # A buffer to continue with instead of the current one (a failed call from an earlier
         # chunk, read again), with the position to start at.
         self._switch: tuple[str, int] | None = None
         self._out: list[ParsedSegment] = []
+        # Text for the next Content segment, joined once (a run of released markup is many pieces).
+        self._text: list[str] = []
 
     # -- ToolCallParser ------------------------------------------------------------------
 
     def feed(self, text: str) -> list[ParsedSegment]:
         if not text:
             return []
-        if (
-            self._mode == _TEXT
-            and not (self._held or self._pending or self._bare)
-            and not any(c in text for c in self._leads)
+        mode = self._mode
+        if mode == _TEXT:
+            if not (self._held or self._pending or self._bare) and self._lead.search(text) is None:
+                return [Content(text=text)]
+        elif (
+            mode == _PAYLOAD
+            and self._payload_fast
+            and not (self._closer_held or self._closer_set.may_occur_in(text))
         ):
-            return [Content(text=text)]
+            # Most chunks of a call land here: one scanner step, no copies.
+            e = self._scanner.feed(text)
+            if e == MORE:
+                self._payload.append(text)
+                return []
+            self._out = []
+            self._opened_at = -1
+            self._continue(text, self._scan_payload(text, 0, e))
+            return self._flush()
         self._out = []
         buf, self._held = self._held + text, ""
         self._run(buf, 0)
-        return self._out
+        return self._flush()
 
     def finish(self) -> list[ParsedSegment]:
         self._out = []
@@ -188,19 +162,24 @@ class JsonCallParser:
                 self._pending.clear()
             else:
                 self._release("")
-        return self._out
+        return self._flush()
 
     # -- modes -----------------------------------------------------------------------------
 
     def _run(self, buf: str, pos: int) -> None:
         if self._mode != _TEXT:
             self._opened_at = -1
-        finder = MarkerFinder(buf, self._text_markers)
+        self._continue(buf, pos)
+
+    def _continue(self, buf: str, pos: int) -> None:
+        finder: MarkerFinder | None = None
         while True:
             n = len(buf)
             while pos < n:
                 mode = self._mode
                 if mode == _TEXT:
+                    if finder is None:
+                        finder = MarkerFinder(buf, self._text_markers)
                     pos = self._scan_text(buf, pos, finder)
                 elif mode == _HEADER:
                     pos = self._scan_header(buf, pos)
@@ -214,7 +193,7 @@ class JsonCallParser:
                 return
             buf, pos = self._switch
             self._switch = None
-            finder = MarkerFinder(buf, self._text_markers)
+            finder = None
 
     def _scan_text(self, buf: str, pos: int, finder: MarkerFinder) -> int:
         if self._bare:
@@ -230,9 +209,11 @@ class JsonCallParser:
             self._bare = False
         at, marker = finder.find(pos)
         if at < 0:
-            safe, self._held = split_safe(buf[pos:], self._text_markers)
-            self._emit(safe)
-            return len(buf)
+            n = len(buf)
+            held = self._text_set.partial_len(buf, pos)
+            self._emit(buf[pos : n - held])
+            self._held = buf[n - held :] if held else ""
+            return n
         self._emit(buf[pos:at])
         after = at + len(marker)
         if marker in self._openers:
@@ -253,48 +234,59 @@ class JsonCallParser:
         prev = self._header
         # A header longer than the cap fails, so no more than that is ever looked at.
         end = min(len(buf), pos + fmt.header_cap - len(prev) + self._end_max + 1)
-        combined = prev + buf[pos:end]
-        j = self._payload_start(combined, len(prev))
+        j = buf.find("{", pos, end)
+        if fmt.array_payload:
+            b = buf.find("[", pos, end if j < 0 else j)
+            if b >= 0 and not (prev + buf[pos:b]).strip():
+                j = b
+        stop = end if j < 0 else j
+        # The header so far; a closer in it cannot reach past the payload's bracket.
+        combined = prev + buf[pos:stop]
         k, closer = -1, ""
         if self._ends:
             k, closer = find_first(combined, self._ends, max(0, len(prev) - self._end_max + 1))
-        if k >= 0 and (j < 0 or k < j):
+        if k >= 0:
             header = combined[:k]
             if not fmt.header_only or len(header) > fmt.header_cap:
                 return self._fail(buf, pos)
-            self._header = header
-            stop = k + len(closer) if closer in fmt.closers else k
-            if stop >= len(prev):
-                return self._complete(None, buf, pos + stop - len(prev), pos)
-            return self._complete(None, buf, end, pos, carry=combined[stop:])
-        if j >= 0:
-            header = combined[:j]
-            if len(header) > fmt.header_cap or not fmt.header_prefix_ok(self._opener, header):
-                return self._fail(buf, pos)
-            self._header = header
-            self._mode = _PAYLOAD
-            return pos + j - len(prev)
+            after = k + len(closer) if closer in fmt.closers else k
+            if after >= len(prev):
+                return self._complete(None, buf, pos + after - len(prev), pos, header=header)
+            return self._complete(None, buf, stop, pos, carry=combined[after:], header=header)
         if len(combined) - self._end_max >= fmt.header_cap or not fmt.header_prefix_ok(
             self._opener, combined
         ):
             return self._fail(buf, pos)
         self._header = combined
-        return end
+        if j >= 0:
+            self._mode = _PAYLOAD
+        return stop
 
-    def _scan_payload(self, buf: str, pos: int) -> int:
-        e = self._scanner.feed(buf, pos)
+    def _scan_payload(self, buf: str, pos: int, e: int | None = None) -> int:
+        if e is None:
+            if not self._payload:
+                # A payload that is all here (whole text, big chunks) is decoded in one C call;
+                # valid JSON ends where the scanner would have found its end.
+                self._decoded, e = decode_at(buf, pos)
+            if e is None or e < 0:
+                e = self._scanner.feed(buf, pos)
         if e == INVALID:
             return self._fail(buf, pos)
         end = len(buf) if e == MORE else e
-        if len(self._head) < HEAD_LEN:
+        if not self._head_decided:
             self._head += buf[pos : min(end, pos + HEAD_LEN - len(self._head))]
-            if not self._fmt.payload_prefix_ok(self._head):
+            verdict = self._fmt.payload_prefix_ok(self._head)
+            if verdict is False:
                 return self._fail(buf, pos)
-        if self._fmt.hard_closers:
-            window = self._closer_window + buf[pos:end]
+            if verdict or len(self._head) >= HEAD_LEN:
+                self._head_decided = True
+                self._payload_fast = True
+        if self._fmt.hard_closers and (self._closer_held or self._closer_set.may_occur_in(buf[pos:end])):
+            window = self._closer_held + buf[pos:end]
             if find_first(window, self._fmt.closers)[0] >= 0:
                 return self._fail(buf, pos)
-            self._closer_window = window[-(self._end_max - 1) :]
+            held = self._closer_set.partial_len(window)
+            self._closer_held = window[len(window) - held :] if held else ""
         self._payload.append(buf[pos:end])
         if e == MORE:
             return end
@@ -307,37 +299,37 @@ class JsonCallParser:
 
     def _scan_tail(self, buf: str, pos: int) -> int:
         fmt = self._fmt
-        old = self._tail
-        end = min(len(buf), pos + _TAIL_STEP)
-        tail = old + buf[pos:end]
-        i = _skip_ws(tail, self._tail_pos)
-        if fmt.fence and not self._fenced and tail.startswith("`", i):
-            if tail.startswith(_FENCE, i):
-                self._fenced = True
-                i = _skip_ws(tail, i + len(_FENCE))
-            elif _FENCE.startswith(tail[i:]):
-                self._tail, self._tail_pos = tail, i
-                return end
-        self._tail_pos = i
-        stop = -1
-        for closer in fmt.closers:
-            if tail.startswith(closer, i):
-                stop = i + len(closer)
-                break
-        else:
+        n = len(buf)
+        i = pos
+        while True:
+            if not self._partial:
+                i = _skip_ws(buf, i)
+                if i == n:
+                    self._tail.append(buf[pos:])
+                    return n
+            held = self._partial
+            candidate = held + buf[i : i + self._end_max]
+            if fmt.fence and not self._fenced and candidate.startswith("`"):
+                if candidate.startswith(_FENCE):
+                    self._fenced = True
+                    self._partial = ""
+                    i += len(_FENCE) - len(held)
+                    continue
+                if _FENCE.startswith(candidate):
+                    self._partial = candidate
+                    self._tail.append(buf[pos:])
+                    return n
+            for closer in fmt.closers:
+                if candidate.startswith(closer):
+                    return self._complete(self._payload_text, buf, i + len(closer) - len(held), pos)
             for closer in fmt.soft_closers:
-                if tail.startswith(closer, i):
-                    stop = i
-                    break
-        if stop >= 0:
-            if stop >= len(old):
-                return self._complete(self._payload_text, buf, pos + stop - len(old), pos)
-            return self._complete(self._payload_text, buf, end, pos, carry=tail[stop:])
-        rest = tail[i:]
-        if any(m.startswith(rest) for m in self._ends):
-            self._tail = tail
-            return end
-        return self._fail(buf, pos)
+                if candidate.startswith(closer):
+                    return self._complete(self._payload_text, buf, i, pos, carry=held)
+            if len(candidate) - len(held) == n - i and any(m.startswith(candidate) for m in self._ends):
+                self._partial = candidate
+                self._tail.append(buf[pos:])
+                return n
+            return self._fail(buf, pos)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -352,34 +344,40 @@ class JsonCallParser:
         self._payload = []
         self._payload_text = ""
         self._head = ""
-        self._closer_window = ""
-        self._scanner = JsonScanner()
-        self._tail = ""
-        self._tail_pos = 0
+        self._head_decided = not self._fmt.checks_payload_prefix
+        self._decoded = UNDECODED
+        self._payload_fast = not self._fmt.checks_payload_prefix
+        self._closer_held = ""
+        self._scanner.reset()
+        self._tail = []
+        self._partial = ""
         self._fenced = False
 
-    def _payload_start(self, s: str, start: int) -> int:
-        j = s.find("{", start)
-        if self._fmt.array_payload:
-            b = s.find("[", start)
-            if b >= 0 and (j < 0 or b < j) and not s[:b].strip():
-                return b
-        return j
-
-    def _complete(self, payload: str | None, buf: str, rest: int, taken: int, carry: str = "") -> int:
+    def _complete(
+        self,
+        payload: str | None,
+        buf: str,
+        rest: int,
+        taken: int,
+        carry: str = "",
+        header: str | None = None,
+    ) -> int:
         """Report the block's calls and go on at ``buf[rest:]`` (after ``carry``), or fail it.
 
         ``taken``: how much of ``buf`` the call state holds already (for a failure's re-read).
+        ``header``: the header, when the state does not hold it (a call without payload).
         """
-        calls = self._fmt.calls(self._opener, self._header, payload, self._tools)
+        if header is None:
+            header = self._header
+        calls = self._fmt.calls(self._opener, header, payload, self._tools, self._decoded)
         if not calls:
             return self._fail(buf, taken)
         self._pending.clear()
+        self._flush()
         self._out.extend(calls)
         self._section_ok = True
         self._mode = _TEXT
         self._bare = self._after_call = self._fmt.bare_calls
-        self._reset_call()
         if carry:
             self._switch = (carry + buf[rest:], 0)
             return len(buf)
@@ -394,10 +392,8 @@ class JsonCallParser:
         self._release(self._opener)
         self._bare = self._after_call = False
         if self._opened_at >= 0:
-            self._reset_call()
             return self._opened_at
-        body = self._header + "".join(self._payload) + self._tail + buf[taken:]
-        self._reset_call()
+        body = self._header + "".join(self._payload) + "".join(self._tail) + buf[taken:]
         self._switch = (body, 0)
         return len(buf)
 
@@ -439,13 +435,15 @@ class JsonCallParser:
         self._content(text)
 
     def _content(self, text: str) -> None:
-        if not text:
-            return
-        out = self._out
-        if out and isinstance(out[-1], Content):
-            out[-1] = Content(text=out[-1].text + text)
-        else:
-            out.append(Content(text=text))
+        if text:
+            self._text.append(text)
+
+    def _flush(self) -> list[ParsedSegment]:
+        """The segments so far, with the text collected since the last call as one Content."""
+        if self._text:
+            self._out.append(Content(text="".join(self._text)))
+            self._text.clear()
+        return self._out
 
 
-__all__ = ["HEAD_LEN", "CallFormat", "JsonCallParser", "resolve"]
+__all__ = ["JsonCallParser"]

@@ -27,12 +27,15 @@ INVALID = -2
 # contains (the letters are those of true/false/null, the rest of numbers and separators).
 _OUTSIDE = re.compile(r"[^ \t\r\n,:0-9+\-.eEtrufalsn]")
 _INSIDE = re.compile(r'["\\]')
-_WS = re.compile(r"[^ \t\r\n]")
+_WS_CHARS = " \t\r\n"
 
 
 def _skip_ws(text: str, i: int) -> int:
-    m = _WS.search(text, i)
-    return len(text) if m is None else m.start()
+    # Between JSON tokens there is rarely more than a space, so a loop beats a regex call.
+    n = len(text)
+    while i < n and text[i] in _WS_CHARS:
+        i += 1
+    return i
 
 
 class JsonScanner:
@@ -41,6 +44,11 @@ class JsonScanner:
     __slots__ = ("_depth", "_escape", "_in_string")
 
     def __init__(self) -> None:
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+
+    def reset(self) -> None:
         self._depth = 0
         self._in_string = False
         self._escape = False
@@ -103,12 +111,38 @@ def _value_at(text: str, i: int) -> tuple[Any, int]:
     return _DECODER.raw_decode(text, i)
 
 
+#: ``decoded`` when a payload was not decoded while it was scanned.
+UNDECODED: Any = object()
+
+
+def decode_at(text: str, i: int, limit: int = 8192) -> tuple[Any, int]:
+    """The strict JSON value starting at ``text[i]`` and where it ends; ``(UNDECODED, -1)`` if none.
+
+    This is the C decoder: a payload that arrived whole is scanned and decoded in one call.
+    Only ``limit`` characters are offered to it (a longer value is left to the scanner),
+    because a decoding error costs time in proportion to the text before it.
+    """
+    window = text[i : i + limit]
+    try:
+        value, end = _value_at(window, 0)
+    except (ValueError, RecursionError):
+        return UNDECODED, -1
+    return value, i + end
+
+
+def is_object(text: str, decoded: Any = UNDECODED) -> bool:
+    """Whether ``text`` is one strict JSON object (``decoded``: its value, when already known)."""
+    if decoded is not UNDECODED:
+        return isinstance(decoded, dict)
+    return is_object_text(text)
+
+
 def strict_value(text: str) -> tuple[bool, Any]:
     """``(True, value)`` when ``text`` is exactly one strict JSON value (whitespace around allowed)."""
     try:
         i = _skip_ws(text, 0)
         value, end = _value_at(text, i)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False, None
     if _skip_ws(text, end) != len(text):
         return False, None
@@ -152,7 +186,7 @@ def object_members(text: str) -> dict[str, tuple[Any, str]] | None:
                     break
                 if sep != ",":
                     return None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if _skip_ws(text, i) != len(text):
         return None
@@ -180,7 +214,7 @@ def array_elements(text: str) -> list[tuple[Any, str]] | None:
                     break
                 if sep != ",":
                     return None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if _skip_ws(text, i) != len(text):
         return None
@@ -210,9 +244,12 @@ def arguments_text(member: tuple[Any, str] | None) -> str | None:
 __all__ = [
     "INVALID",
     "MORE",
+    "UNDECODED",
     "JsonScanner",
     "arguments_text",
     "array_elements",
+    "decode_at",
+    "is_object",
     "is_object_text",
     "object_members",
     "strict_value",

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
-from accord.pipeline.tools._jsonscan import is_object_text
+from accord.pipeline.tools._callformat import CallFormat, resolve
+from accord.pipeline.tools._jsoncalls import JsonCallParser
+from accord.pipeline.tools._jsonscan import UNDECODED, is_object
 
 ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
 _HEADER = re.compile(r"\s*(?P<id>[^\s<>{}]+)\s*" + re.escape(ARGUMENT_BEGIN) + r"\s*")
@@ -34,7 +36,12 @@ class KimiFormat(CallFormat):
     header_only = True
 
     def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+        self,
+        opener: str,
+        header: str,
+        payload: str | None,
+        tools: Sequence[ToolSpec],
+        decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         m = _HEADER.fullmatch(header)
         if m is None:
@@ -46,7 +53,7 @@ class KimiFormat(CallFormat):
             return None
         if payload is None:
             arguments = "{}"
-        elif is_object_text(payload):
+        elif is_object(payload, decoded):
             arguments = payload
         else:
             return None

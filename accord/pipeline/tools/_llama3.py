@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
+from accord.pipeline.tools._callformat import CallFormat
 from accord.pipeline.tools._hermes import call_from_members
-from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser
-from accord.pipeline.tools._jsonscan import object_members
+from accord.pipeline.tools._jsoncalls import JsonCallParser
+from accord.pipeline.tools._jsonscan import UNDECODED, object_members
 
 _FIRST_KEYS = frozenset({"name", "type"})
 _KEY = re.compile(r'\{[ \t\r\n]*"([^"\\]*)"')
@@ -26,18 +28,24 @@ _KEY_PREFIX = re.compile(r'\{[ \t\r\n]*(?:"[^"\\]*)?')
 class Llama3Format(CallFormat):
     openers = ("<|python_tag|>",)
     bare_calls = True
+    checks_payload_prefix = True
 
     def header_prefix_ok(self, opener: str, header: str) -> bool:
         return not header.strip()
 
-    def payload_prefix_ok(self, head: str) -> bool:
+    def payload_prefix_ok(self, head: str) -> bool | None:
         m = _KEY.match(head)
         if m is not None:
             return m.group(1) in _FIRST_KEYS
-        return _KEY_PREFIX.fullmatch(head) is not None
+        return None if _KEY_PREFIX.fullmatch(head) is not None else False
 
     def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+        self,
+        opener: str,
+        header: str,
+        payload: str | None,
+        tools: Sequence[ToolSpec],
+        decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         if payload is None:
             return None

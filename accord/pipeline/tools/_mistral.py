@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
+from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._hermes import call_from_members, wrapper_call
-from accord.pipeline.tools._jsoncalls import CallFormat, JsonCallParser, resolve
-from accord.pipeline.tools._jsonscan import array_elements, is_object_text, object_members
+from accord.pipeline.tools._jsoncalls import JsonCallParser
+from accord.pipeline.tools._jsonscan import UNDECODED, array_elements, is_object, object_members
 
 _V11_HEADER = re.compile(
     r"\s*(?P<name>[^\s\[\]{}]+?)\s*(?:\[CALL_ID\]\s*(?P<id>[^\s\[\]{}]+)\s*)?(?:\[ARGS\]\s*)?"
@@ -31,13 +33,18 @@ class MistralFormat(CallFormat):
     header_cap = 128
 
     def calls(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+        self,
+        opener: str,
+        header: str,
+        payload: str | None,
+        tools: Sequence[ToolSpec],
+        decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         if payload is None:
             return None
         if header.strip():
             m = _V11_HEADER.fullmatch(header)
-            if m is None or not is_object_text(payload):
+            if m is None or not is_object(payload, decoded):
                 return None
             name = resolve(m.group("name"), tools)
             if name is None:

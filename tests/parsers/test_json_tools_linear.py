@@ -1,0 +1,95 @@
+"""Linear cost on hostile outputs for the JSON-argument tool parsers and the harmony splitter (SPEC P8).
+
+The realistic outputs are measured by ``tests/benchmarks/test_parser_bench.py``; these are
+outputs built to defeat a parser that re-reads what it has consumed: one huge argument,
+openers restarted again and again, markup that keeps almost matching, long runs of
+whitespace where a closer is awaited. 400 KB may cost at most 12x 40 KB, streamed in
+4-character chunks and whole (CPU time, best of interleaved rounds).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+
+import pytest
+
+from accord.pipeline.reasoning import reasoning_parser
+from accord.pipeline.tools import tool_parser
+from tests.parsers.json_tool_helpers import OFFERED
+
+BIG = 400_000
+LIMIT = 12.0
+#: Below this a whole-text parse of the small input is a few C scans: its ratio measures caches.
+NOISE_S = 0.004
+
+K_SB, K_CB, K_ARG = "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>"
+DS = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}"
+
+#: (stage, parser, prefix, unit repeated, suffix)
+CASES: list[tuple[str, str, str, str, str]] = [
+    (
+        "tools",
+        "hermes",
+        '<tool_call>{"name": "apply_patch", "arguments": {"input": "',
+        'a\\"b <tool_call> {[ ',
+        '"}}</tool_call>',
+    ),
+    ("tools", "hermes", "", '<tool_call>{"name": "get_time", "argu', ""),
+    ("tools", "hermes", "", "<tool_call> tags ", ""),
+    ("tools", "kimi_k2", "", K_SB + " \n", ""),
+    ("tools", "kimi_k2", K_SB + K_CB + "functions.get_time:0" + K_ARG, '{"a": "<|tool_call_end|>"}, ', ""),
+    ("tools", "llama3_json", "", '{"name": "get_time", "parameters": {}}; ', ""),
+    ("tools", "mistral", '[TOOL_CALLS]get_time[ARGS]{"a": ', "[", ""),
+    ("tools", "deepseek_v3", DS, "\n", ""),
+    ("tools", "harmony", "", '<|channel|>commentary to=functions.get_time<|message|>{"a": "<|call|>"}', ""),
+    ("reasoning", "harmony", "", "<|start|>assistant<|channel|>analysis<|message|>x <| y<|end|>", ""),
+    ("reasoning", "harmony", "<|start|>assistant", " to=functions.x <|constrain|>", ""),
+]
+
+
+def _runner(stage: str, name: str) -> Callable[[list[str]], None]:
+    def run(chunks: list[str]) -> None:
+        p = reasoning_parser(name)(None) if stage == "reasoning" else tool_parser(name)(OFFERED)
+        for chunk in chunks:
+            p.feed(chunk)
+        p.finish()
+
+    return run
+
+
+def _cost(run: Callable[[], None]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.process_time()
+        run()
+        return time.process_time() - start
+    finally:
+        gc.enable()
+
+
+def _ratio(small: Callable[[], None], big: Callable[[], None]) -> tuple[float, float]:
+    best_small = best_big = float("inf")
+    for _ in range(2):
+        best_small = min(best_small, _cost(small))
+        best_big = min(best_big, _cost(big))
+    return best_big / best_small, best_small
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize(("stage", "name", "prefix", "unit", "suffix"), CASES)
+def test_hostile_output_costs_linear_time(stage: str, name: str, prefix: str, unit: str, suffix: str) -> None:
+    """A rescanning parser costs 100x here; a linear one about 10x."""
+    run = _runner(stage, name)
+    big = prefix + unit * (BIG // len(unit)) + suffix
+    small = prefix + unit * (BIG // 10 // len(unit)) + suffix
+    big_chunks = [big[i : i + 4] for i in range(0, len(big), 4)]
+    small_chunks = [small[i : i + 4] for i in range(0, len(small), 4)]
+    streamed, _ = _ratio(lambda: run(small_chunks), lambda: run(big_chunks))
+    whole, whole_small = _ratio(lambda: run([small]), lambda: run([big]))
+    print(f"\n  {stage}/{name} {unit[:24]!r}: streamed {streamed:.1f}x, whole {whole:.1f}x")
+    assert streamed <= LIMIT
+    if whole_small >= NOISE_S:
+        assert whole <= LIMIT
