@@ -56,4 +56,7 @@ def test_a_background_run_cut_by_shutdown_is_stored_as_failed(tmp_path: Path, wo
     finally:
         store.close()
     assert record is not None and record.status == "failed"
-    assert record.snapshot().error == {"code": "server_shutting_down", "message": "the server is shutting down"}
+    assert record.snapshot().error == {
+        "code": "server_shutting_down",
+        "message": "the server is shutting down",
+    }
