@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import aclosing
+from pathlib import Path
 
 import anyio
 import pytest
 
 from accord.engine.protocol import GenerationRequest, Sampling
 from accord.engine.remote import RemoteEngine
-from accord.engine.upstream import ModelFiles
+from accord.engine.upstream import HttpSession, ModelFiles, load_model_files
 from accord.events.generation import Chunk
 from tests.remote.conftest import Fleet, key_for
 from tests.remote.harness import Outcome, collect, wait_until
@@ -223,3 +225,38 @@ def test_token_counts_use_the_models_tokenizer(smollm2_files: ModelFiles, text: 
     engine = _engine(["http://127.0.0.1:9"], files=smollm2_files)
     assert smollm2_files.tokenizer is not None
     assert anyio.run(engine.count_tokens, text) == len(smollm2_files.tokenizer.encode(text))
+
+
+def test_a_read_timeout_ends_the_generation_without_a_retry(fleet: Fleet) -> None:
+    """The upstream may still be prefilling: a retry elsewhere would start the work over."""
+    for fake in fleet.fakes[:2]:
+        fake.behaviour.first_token_delay = 1.0
+    engine = RemoteEngine(fleet.urls[:2], http=HttpSession(read_timeout=0.2))
+    out = _generate("asyncio", engine, GenerationRequest(prompt="hi"))
+    assert out.failed is not None and out.failed.failure == "upstream_error"
+    assert "timed out" in out.failed.message
+    assert sum(len(f.seen) for f in fleet.fakes[:2]) == 1
+
+
+def test_a_hugging_face_directory_gives_the_same_tokens_and_template(
+    fleet: Fleet, smollm2_files: ModelFiles, tmp_path: Path
+) -> None:
+    assert smollm2_files.tokenizer is not None and smollm2_files.chat_template is not None
+    smollm2_files.tokenizer._tokenizer.save(str(tmp_path / "tokenizer.json"))
+    config = {
+        "chat_template": smollm2_files.chat_template,
+        "bos_token": "<|im_start|>",
+        "eos_token": "<|im_end|>",
+    }
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    files = load_model_files(tmp_path)
+    assert files.chat_template == smollm2_files.chat_template
+    assert (files.bos_token, files.eos_token) == (smollm2_files.bos_token, smollm2_files.eos_token)
+    text = "<|im_start|>user\nDéjà vu 42<|im_end|>\n"
+    assert files.tokenizer is not None and files.tokenizer.encode(text) == smollm2_files.tokenizer.encode(
+        text
+    )
+    engine = _engine(fleet.urls[:1], files=files)
+    assert engine.chat_template == files.chat_template
+    _generate("asyncio", engine, GenerationRequest(prompt=text))
+    assert fleet.fakes[0].seen[-1].body["prompt"] == files.tokenizer.encode(text)
