@@ -65,6 +65,8 @@ class Seen:
     completed: bool = False
     disconnected: bool = False
     tokens_sent: int = 0
+    #: The client's (host, port): one per connection.
+    peer: tuple[str, int] | None = None
 
 
 class TransferRegistry:
@@ -160,7 +162,9 @@ class FakeVLLM:
             if not message.get("more_body"):
                 break
         headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        peer = scope.get("client")
         seen = Seen(path=scope["path"], body=json.loads(raw), headers=headers, started_at=time.monotonic())
+        seen.peer = (str(peer[0]), int(peer[1])) if peer else None
         self.seen.append(seen)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)

@@ -260,3 +260,17 @@ def test_a_hugging_face_directory_gives_the_same_tokens_and_template(
     assert engine.chat_template == files.chat_template
     _generate("asyncio", engine, GenerationRequest(prompt=text))
     assert fleet.fakes[0].seen[-1].body["prompt"] == files.tokenizer.encode(text)
+
+
+def test_sequential_requests_reuse_one_upstream_connection(fleet: Fleet) -> None:
+    """Each stream is read to its end, so its connection goes back to the pool for the next one."""
+    engine = RemoteEngine(fleet.urls[:1], http=HttpSession(shards=1))
+
+    async def main() -> None:
+        for n in range(5):
+            await collect(engine, GenerationRequest(prompt=f"question {n}"))
+        await engine.aclose()
+
+    anyio.run(main)
+    assert len(fleet.fakes[0].seen) == 5
+    assert len({s.peer for s in fleet.fakes[0].seen}) == 1

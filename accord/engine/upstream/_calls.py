@@ -20,6 +20,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 import msgspec
 import structlog
@@ -51,6 +52,9 @@ class _Retry(Exception):
         super().__init__(failure.message)
         self.failure = failure
 
+
+#: How long the rest of a body is read after its last event, to keep the connection.
+_DRAIN_S = 1.0
 
 _NOT_DELIVERED = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
@@ -140,13 +144,22 @@ async def _stream_once(
                     return
                 pool.mark_up(upstream)
                 decoder = SSEDecoder()
-                async for data in response.aiter_bytes():
-                    # After the last event the body is read to its end all the same: a response
-                    # closed before its end closes its connection, and the next request would
-                    # pay for a new one.
+                chunks = response.aiter_bytes()
+                async for data in chunks:
                     for payload in decoder.feed(data):
                         for event in reader.feed(payload):
                             yield event
+                    if reader.done:
+                        break
+                if reader.done:
+                    # The body is still read to its end (normally only its last chunk is left):
+                    # a response closed early closes its connection, and the next request would
+                    # pay for a new one. Bounded, so a server that never ends its body cannot
+                    # hold up the end of a response the client already has.
+                    with anyio.move_on_after(_DRAIN_S):
+                        async for _ in chunks:
+                            pass
+                    return
                 for payload in decoder.finish():
                     for event in reader.feed(payload):
                         yield event
