@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
+from accord.adapters.build import build_service
+from accord.adapters.http.app import AccordApp
+from accord.adapters.wiring import attach_extensions
 from accord.config import Settings
+from accord.engine.protocol import GenerationRequest
 from accord.engine.scripted import ScriptedEngine
+from accord.events.generation import Chunk, GenerationOutput
 from tests.oracle import check_stream
 from tests.remote.harness import wait_until
 from tests.serving import Server, parse_sse, running, scripted_settings, write_script
@@ -203,3 +209,30 @@ def test_a_client_leaving_the_front_server_cancels_the_upstream_generation(
                 break
     assert seen.is_set()
     assert wait_until(lambda: engine.cancelled > before)
+
+
+class _Breaking:
+    """An engine with a bug: it raises after its first chunk."""
+
+    model_name = "breaking"
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
+        yield Chunk(text="half")
+        raise RuntimeError("bug")
+
+    async def count_tokens(self, prompt: str) -> int:
+        return 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_an_engine_that_raises_mid_stream_still_ends_the_body_cleanly(tmp_path: Path) -> None:
+    settings = scripted_settings(write_script(tmp_path, []))
+    app = AccordApp(settings, build_service(settings, engine=_Breaking()))
+    attach_extensions(app, settings)
+    with running(settings, app=app) as srv:
+        answer = httpx.post(srv.v1 + "/completions", json={"prompt": "hi", "stream": True})
+    frames = _sse_data(answer.content)
+    assert frames[0]["choices"][0]["text"] == "half"
+    assert frames[-2]["error"]["code"] == "internal_error" and frames[-1] == "[DONE]"

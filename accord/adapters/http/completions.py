@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
+import structlog
 
 from accord.adapters.http.exchange import Exchange, error_body
 from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
@@ -34,6 +35,8 @@ from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOu
 
 if TYPE_CHECKING:
     from accord.adapters.http.app import AccordApp
+
+log = structlog.get_logger("accord.http")
 
 _json = msgspec.json.Encoder()
 _SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
@@ -274,35 +277,55 @@ async def _stream(
             }
         )
 
-    with_ids = request.return_token_ids
-    first = True
-    async for event in stream:
-        _take(event, totals)
-        if first and isinstance(event, EngineFailed):
-            await ex.json(*_error_of(event))
-            return
-        if first:
-            ex.status, ex.started = 200, True
-            await ex.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        match event:
-            case Chunk():
-                choice = _choice(event.text, None, list(event.token_ids) if with_ids else None)
-                if first and with_ids:
-                    choice["prompt_token_ids"] = ids
-                await send({**head, "choices": [choice], "usage": None})
-            case Finished():
-                await send(
-                    {**head, "choices": [_choice("", event.reason, [] if with_ids else None)], "usage": None}
-                )
-                if request.stream_options is not None and request.stream_options.include_usage:
-                    await send({**head, "choices": [], "usage": await totals.usage(engine)})
-            case EngineFailed():
-                await send(_error_of(event)[1])
-        first = False
-    if first:  # the engine ended without a last event: a bug below, reported as one
+    try:
+        async for event in stream:
+            await _relay(ex, engine, request, head, ids, totals, event, send)
+    except Exception:
+        if not ex.started:
+            raise  # nothing sent yet: the app answers 500
+        # The stream is open: end it the way a failure mid-stream always ends, never aborted.
+        log.exception("completion failed", completion_id=head["id"])
+        totals.end = EngineFailed(failure="internal_error", message="")
+        await send(_error_of(totals.end)[1])
+    if not ex.started:  # the engine ended without a last event: a bug below, reported as one
         await ex.json(*_error_of(EngineFailed(failure="internal_error", message="")))
+    elif ex.status == 200:
+        await ex.send({"type": "http.response.body", "body": _DONE, "more_body": False})
+
+
+async def _relay(
+    ex: Exchange,
+    engine: Engine,
+    request: CompletionRequest,
+    head: dict[str, Any],
+    ids: list[int] | None,
+    totals: _Totals,
+    event: GenerationOutput,
+    send: Any,
+) -> None:
+    """Send one engine event; a failure before anything was sent is an HTTP error instead."""
+    with_ids, first = request.return_token_ids, not ex.started
+    _take(event, totals)
+    if first and isinstance(event, EngineFailed):
+        await ex.json(*_error_of(event))
         return
-    await ex.send({"type": "http.response.body", "body": _DONE, "more_body": False})
+    if first:
+        ex.status, ex.started = 200, True
+        await ex.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+    match event:
+        case Chunk():
+            choice = _choice(event.text, None, list(event.token_ids) if with_ids else None)
+            if first and with_ids:
+                choice["prompt_token_ids"] = ids
+            await send({**head, "choices": [choice], "usage": None})
+        case Finished():
+            await send(
+                {**head, "choices": [_choice("", event.reason, [] if with_ids else None)], "usage": None}
+            )
+            if request.stream_options is not None and request.stream_options.include_usage:
+                await send({**head, "choices": [], "usage": await totals.usage(engine)})
+        case EngineFailed():
+            await send(_error_of(event)[1])
 
 
 def attach_completions(app: AccordApp) -> None:
