@@ -44,10 +44,17 @@ class PostgresStore(SqlStore):
             raise
 
     @contextmanager
-    def transaction(self, *, write: bool) -> Iterator[Cursor]:
+    def transaction(self, *, write: bool, batch: bool = False) -> Iterator[Cursor]:
         del write  # every transaction is read-committed; writes are single upserts
-        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            yield cur
+        with self._pool.connection() as conn:
+            if batch:
+                # Pipeline mode: the whole write, commit included, costs one round trip
+                # instead of one per statement; this is most of what storing adds to a stream.
+                with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
+                    yield cur
+            else:
+                with conn.transaction(), conn.cursor() as cur:
+                    yield cur
 
     def close(self) -> None:
         self._pool.close()

@@ -127,8 +127,12 @@ class SqlStore(abc.ABC):
     placeholder = "?"
 
     @abc.abstractmethod
-    def transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
-        """A cursor inside one transaction, committed on a clean exit (called in a worker thread)."""
+    def transaction(self, *, write: bool, batch: bool = False) -> AbstractContextManager[Cursor]:
+        """A cursor inside one transaction, committed on a clean exit (called in a worker thread).
+
+        ``batch``: the statements need no result before the commit, so a networked dialect may
+        send them all at once.
+        """
 
     @abc.abstractmethod
     def close(self) -> None: ...
@@ -175,7 +179,7 @@ class SqlStore(abc.ABC):
         )
 
         def run() -> None:
-            with self.transaction(write=True) as cur:
+            with self.transaction(write=True, batch=True) as cur:
                 cur.execute(upsert, params)
                 cur.execute(clear, (record.id,))
                 if rows:
