@@ -24,15 +24,17 @@ class PromptSpan:
     end: int
     #: Position of the chunk's first token.
     start: int
-    #: Slots of positions 0 .. start + length - 1.
-    kv_slots: torch.Tensor
+    #: The sequence's blocks covering positions 0 .. start + length - 1.
+    blocks: torch.Tensor
 
 
 @dataclass(frozen=True, slots=True)
 class DecodeGroup:
     begin: int
     end: int
-    kv_slots: torch.Tensor
+    #: [G, n]: each member's first n blocks (all members attend over n blocks).
+    blocks: torch.Tensor
+    #: [G, n * block_size]: which of those positions each member has reached.
     valid: torch.Tensor
 
 
@@ -50,9 +52,8 @@ class StepBatch:
     sampled: list[Work]
 
 
-def _slots(blocks: list[int], count: int, block_size: int) -> torch.Tensor:
-    table = torch.tensor(blocks[: -(-count // block_size)], dtype=torch.int64)
-    return (table[:, None] * block_size + torch.arange(block_size)).reshape(-1)[:count]
+def _slots(blocks: list[int], start: int, end: int, block_size: int) -> list[int]:
+    return [blocks[p // block_size] * block_size + p % block_size for p in range(start, end)]
 
 
 def build_batch(work: list[Work], block_size: int, device: torch.device) -> StepBatch:
@@ -62,7 +63,7 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
 
     ids: list[int] = []
     positions: list[int] = []
-    slots: list[torch.Tensor] = []
+    slots: list[int] = []
     spans: list[PromptSpan] = []
     logit_rows: list[int] = []
     sampled: list[Work] = []
@@ -70,9 +71,11 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
         begin = len(ids)
         ids.extend(w.seq.tokens[w.start : w.start + w.length])
         positions.extend(range(w.start, w.start + w.length))
-        kv = _slots(w.seq.blocks, w.start + w.length, block_size)
-        slots.append(kv[w.start :])
-        spans.append(PromptSpan(begin, len(ids), w.start, kv.to(device)))
+        slots.extend(_slots(w.seq.blocks, w.start, w.start + w.length, block_size))
+        table = w.seq.blocks[: -(-(w.start + w.length) // block_size)]
+        spans.append(
+            PromptSpan(begin, len(ids), w.start, torch.tensor(table, dtype=torch.int64, device=device))
+        )
         if w.samples:
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
@@ -86,17 +89,16 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
             j += 1
         members = decodes[i:j]
         begin = len(ids)
-        table = torch.tensor([w.seq.blocks[:n_blocks] for w in members], dtype=torch.int64)
-        kv = (table[:, :, None] * block_size + torch.arange(block_size)).reshape(len(members), -1)
+        group_blocks = torch.tensor([w.seq.blocks[:n_blocks] for w in members], dtype=torch.int64)
         last = torch.tensor([w.start for w in members])
         valid = torch.arange(n_blocks * block_size)[None, :] <= last[:, None]
         for w in members:
             ids.append(w.seq.tokens[w.start])
             positions.append(w.start)
+            slots.extend(_slots(w.seq.blocks, w.start, w.start + 1, block_size))
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
-        slots.append(kv[torch.arange(len(members)), last])
-        groups.append(DecodeGroup(begin, len(ids), kv.to(device), valid.to(device)))
+        groups.append(DecodeGroup(begin, len(ids), group_blocks.to(device), valid.to(device)))
         i = j
 
     def tensor(values: list[int]) -> torch.Tensor:
@@ -105,7 +107,7 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
     return StepBatch(
         token_ids=tensor(ids),
         positions=tensor(positions),
-        slots=torch.cat(slots).to(device),
+        slots=tensor(slots),
         dense_rows=sum(w.length for w in prompts),
         spans=spans,
         groups=groups,

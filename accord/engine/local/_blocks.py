@@ -126,7 +126,7 @@ class BlockPool:
 
 
 class KVCache:
-    """Keys and values of every layer: ``layer(i)`` is [2, kv_heads, slots, head_dim]."""
+    """Keys and values of every layer: ``layer(i)`` is [2, kv_heads, blocks, block_size, head_dim]."""
 
     def __init__(
         self,
@@ -140,7 +140,7 @@ class KVCache:
     ) -> None:
         # Uninitialised on purpose: pages are only committed when a block is first used.
         self.data = torch.empty(
-            n_layers, 2, kv_heads, num_blocks * block_size, head_dim, dtype=dtype, device=device
+            n_layers, 2, kv_heads, num_blocks, block_size, head_dim, dtype=dtype, device=device
         )
         self.block_size = block_size
 
@@ -152,9 +152,7 @@ class KVCache:
         numbers, since zero attention weight times NaN is still NaN."""
         if not blocks:
             return
-        base = torch.tensor(blocks, dtype=torch.int64, device=self.data.device) * self.block_size
-        slots = (base[:, None] + torch.arange(self.block_size, device=self.data.device)).reshape(-1)
-        self.data.index_fill_(3, slots, 0)
+        self.data.index_fill_(3, torch.tensor(blocks, dtype=torch.int64, device=self.data.device), 0)
 
     @property
     def nbytes(self) -> int:

@@ -58,7 +58,7 @@ class LlamaModel:
             rotated = apply_rotary(qkv[:, : (heads + kv_heads) * d].view(n, heads + kv_heads, d), rotations)
             rotated = rotated.to(self.dtype)
             q, k = rotated[:, :heads], rotated[:, heads:]
-            write_kv(kv[0], kv[1], batch.slots, k, qkv[:, (heads + kv_heads) * d :].view(n, kv_heads, d))
+            write_kv(kv, batch.slots, k, qkv[:, (heads + kv_heads) * d :].view(n, kv_heads, d))
             attn = self._attention(q, kv, batch).reshape(n, heads * d)
             x = x + _linear(attn, layer.out, batch.dense_rows).float()
             h = rms_norm(x, layer.ffn_norm, cfg.norm_eps, self.dtype)
@@ -85,9 +85,9 @@ class LlamaModel:
         return logits.scatter_(1, top, exact)
 
     def _attention(self, q: torch.Tensor, kv: torch.Tensor, batch: StepBatch) -> torch.Tensor:
-        parts = [
-            prefill_attention(q[s.begin : s.end], kv[0], kv[1], s.kv_slots, s.start) for s in batch.spans
-        ] + [decode_attention(q[g.begin : g.end], kv[0], kv[1], g.kv_slots, g.valid) for g in batch.groups]
+        parts = [prefill_attention(q[s.begin : s.end], kv, s.blocks, s.start) for s in batch.spans] + [
+            decode_attention(q[g.begin : g.end], kv, g.blocks, g.valid) for g in batch.groups
+        ]
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
