@@ -102,6 +102,24 @@ def test_two_hundred_concurrent_conversations_lose_nothing(pair: tuple[Accord, A
         list(pool.map(check, range(CONVERSATIONS), *zip(*results, strict=True)))
 
 
+def test_a_background_response_is_followed_and_cancelled_from_the_other_process(
+    pair: tuple[Accord, Accord],
+) -> None:
+    """S4 across processes: B sees A's run, its cancel reaches A through the store, its replay is A's."""
+    a, b = pair
+    started = httpx.post(a.v1 + "/responses", json={"input": "slow", "background": True}).json()
+    assert httpx.get(b.v1 + f"/responses/{started['id']}").json()["status"] in ("queued", "in_progress")
+    cancelled = httpx.post(b.v1 + f"/responses/{started['id']}/cancel", timeout=30).json()
+    assert cancelled["status"] == "cancelled"
+    replay = {"stream": "true"}
+    from_b = httpx.get(b.v1 + f"/responses/{started['id']}", params=replay).content
+    assert from_b == httpx.get(a.v1 + f"/responses/{started['id']}", params=replay).content
+    assert parse_sse(from_b)[-1]["type"] == "response.cancelled"
+    quick = httpx.post(a.v1 + "/responses", json={"input": "hi", "background": True}).json()
+    followed = parse_sse(httpx.get(b.v1 + f"/responses/{quick['id']}", params=replay, timeout=30).content)
+    assert followed[-1]["type"] == "response.completed"
+
+
 def test_kill_9_mid_stream_leaves_finished_responses_whole_and_no_half_one(
     tmp_path: Path, store_url: str
 ) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.store._background import BackgroundRuns, LiveRun, stream_live, wait_final
 from accord.adapters.store._protocol import ResponseStore, UnknownCursor
@@ -90,7 +92,17 @@ class StoredRoutes:
         record = await self._record(response_id)
         if not record.final:
             # Running in another process: its events reach the store when it ends.
-            await wait_final(self.store, response_id, FOLLOW_WAIT_S)
+            async with anyio.create_task_group() as group:
+
+                async def leave_on_disconnect() -> None:
+                    await ex.wait_disconnect()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(leave_on_disconnect)
+                await wait_final(self.store, response_id, FOLLOW_WAIT_S)
+                group.cancel_scope.cancel()
+            if ex.disconnected:
+                return
             record = await self._record(response_id)
         events = after(replay(record.decoded_events(), record.keepalive_seqs), starting_after)
         await ex.start_sse()
