@@ -185,6 +185,16 @@ class BackgroundRuns:
             cause = termination_cause(run.log, disconnected=False)
             with anyio.CancelScope(shield=True):
                 await app.finish(prepared, run.log, cause)
+            usage = run.log.snapshot.usage
+            log.info(
+                "response",
+                response_id=live.response_id,
+                background=True,
+                cause=cause,
+                input_tokens=usage.input_tokens if usage else None,
+                output_tokens=usage.output_tokens if usage else None,
+                keepalives=run.keepalives_sent,
+            )
             structlog.contextvars.unbind_contextvars("response_id")
 
 
