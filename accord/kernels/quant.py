@@ -104,3 +104,19 @@ def dequantize_int4(blocks: Int4Blocks, dtype: torch.dtype = torch.bfloat16) -> 
     q = _nibbles(blocks.nibbles.reshape(rows, -1, 16)).to(dtype) - 8
     q.mul_(blocks.scale.to(dtype).unsqueeze(-1)).add_(blocks.zero.to(dtype).unsqueeze(-1))
     return q.reshape(rows, -1)
+
+
+def quantize_int4(weight: torch.Tensor, dtype: torch.dtype = torch.bfloat16) -> Int4Blocks:
+    """Round a float matrix [rows, cols] to 4 bits a weight, per block of 32, spanning each block's range.
+
+    Lossy: used where an approximate product is enough (finding the candidate tokens before their
+    logits are recomputed exactly).
+    """
+    rows = weight.shape[0]
+    blocks = weight.float().reshape(rows, -1, BLOCK)
+    low, high = blocks.amin(-1), blocks.amax(-1)
+    scale = (high - low) / 15
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = torch.round((blocks - low.unsqueeze(-1)) / safe.unsqueeze(-1)).clamp_(0, 15).to(torch.uint8)
+    nibbles = (q[..., :16] | (q[..., 16:] << 4)).reshape(rows, -1)
+    return Int4Blocks(nibbles, scale.to(dtype), (low + 8 * scale).to(dtype))

@@ -9,7 +9,7 @@ import torch
 
 from accord.engine.local._gguf import ModelFile
 from accord.kernels.linear import Int4Linear
-from accord.kernels.quant import QuantKind, dequantize, dequantize_int4, split_int4, unpack_int4
+from accord.kernels.quant import QuantKind, dequantize, dequantize_int4, quantize_int4, split_int4, unpack_int4
 
 KINDS = {
     QuantKind.Q4_0: gguf.GGMLQuantizationType.Q4_0,
@@ -83,3 +83,13 @@ def test_packaged_model_tensors_dequantise_like_gguf(smollm2_file: ModelFile) ->
         raw = np.array(tensor.data[:64])
         expected = gguf.quants.dequantize(raw, KINDS[tensor.kind])
         np.testing.assert_array_equal(dequantize(torch.from_numpy(raw), tensor.kind).numpy(), expected)
+
+
+def test_quantize_int4_stays_within_half_a_step_of_each_weight() -> None:
+    weight = torch.randn(16, 128, generator=torch.Generator().manual_seed(4)) * 3
+    weight[2, :32] = 1.5  # a constant block
+    blocks = quantize_int4(weight, torch.float32)
+    back = dequantize_int4(blocks, torch.float32)
+    step = blocks.scale.repeat_interleave(32, dim=1)
+    assert bool(((back - weight).abs() <= step / 2 + 1e-5).all())
+    assert torch.equal(back[2, :32], weight[2, :32])

@@ -19,7 +19,7 @@ from accord.kernels.linear import Linear
 from accord.kernels.norm import rms_norm
 from accord.kernels.rotary import RotaryTable, apply_rotary
 
-REFINE_TOP = 64
+REFINE_TOP = 128
 
 
 class LlamaModel:
@@ -74,9 +74,10 @@ class LlamaModel:
     def _refine(self, logits: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         """Recompute the top logits of each row in float32 from the stored output rows.
 
-        The matmul's bf16 result is rounded to 8 bits of mantissa -- steps of 0.125 around a logit of 20,
-        wider than the gap between the two best tokens often is -- so greedy decoding would pick between
-        near-ties by rounding. Only the leaders can win, so only they are recomputed.
+        The output projection is approximate (4-bit on CPU, and its bf16 result is rounded to steps of
+        0.125 around a logit of 20 -- wider than the gap between the two best tokens often is), so greedy
+        decoding would pick between near-ties by rounding. Only the leaders can win, so only they are
+        recomputed; the rest keep approximate logits, which moves little probability mass.
         """
         k = min(REFINE_TOP, logits.shape[1])
         top = logits.topk(k, dim=1).indices
