@@ -38,6 +38,7 @@ from accord.engine.upstream import (
     UpstreamPool,
     load_model_files,
     stream_completion,
+    upstream_token_count,
 )
 from accord.events.generation import EngineFailed, GenerationOutput
 
@@ -77,9 +78,11 @@ class UpstreamEngine:
         return known[0] if known else "remote"
 
     async def count_tokens(self, prompt: str) -> int:
-        if self.tokenizer is None:
-            return tokens.count(prompt)
-        return len(await self.encode(prompt))
+        """Exact with the model's tokenizer, else by the upstream's ``/tokenize``, else estimated."""
+        if self.tokenizer is not None:
+            return len(await self.encode(prompt))
+        counted = await upstream_token_count(self.pools()[0], prompt, self.served_model)
+        return tokens.count(prompt) if counted is None else counted
 
     async def encode(self, text: str) -> list[int]:
         assert self.tokenizer is not None

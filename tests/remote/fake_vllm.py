@@ -152,6 +152,13 @@ class FakeVLLM:
         if path == "/v1/completions" and method == "POST":
             await self._completions(scope, receive, send)
             return
+        if path == "/tokenize" and method == "POST":
+            body = json.loads((await receive()).get("body", b"") or b"{}")
+            ids = list(tokens.token_ids(str(body.get("prompt", ""))))
+            await _json(
+                send, 200, {"count": len(ids), "max_model_len": self.behaviour.max_model_len, "tokens": ids}
+            )
+            return
         await _json(send, 404, {"error": {"message": "not found", "type": "NotFoundError", "code": 404}})
 
     async def _completions(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from accord.engine import tokens
 from accord.engine.protocol import GenerationRequest, Sampling
 from accord.engine.remote import RemoteEngine
 from accord.engine.upstream import HttpSession, ModelFiles, load_model_files
@@ -274,3 +275,16 @@ def test_sequential_requests_reuse_one_upstream_connection(fleet: Fleet) -> None
     anyio.run(main)
     assert len(fleet.fakes[0].seen) == 5
     assert len({s.peer for s in fleet.fakes[0].seen}) == 1
+
+
+def test_without_a_tokenizer_prompts_are_counted_by_the_upstream(fleet: Fleet) -> None:
+    """``/v1/responses/input_tokens`` must be exact: vLLM and SGLang answer ``/tokenize``."""
+    engine = _engine(fleet.urls[:1])
+
+    async def main() -> int:
+        try:
+            return await engine.count_tokens("count me, exactly: 1 2 3")
+        finally:
+            await engine.aclose()
+
+    assert anyio.run(main) == len(tokens.token_ids("count me, exactly: 1 2 3"))

@@ -1,6 +1,13 @@
 """Talking to OpenAI-compatible completion servers: wire, pool, calls, model files."""
 
-from ._calls import DEFAULT_RETRY, RetryPolicy, WholeCompletion, post_completion, stream_completion
+from ._calls import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    WholeCompletion,
+    post_completion,
+    stream_completion,
+    upstream_token_count,
+)
 from ._model_files import ModelFiles, TextTokenizer, load_model_files
 from ._pool import HttpSession, NoHealthyUpstream, Upstream, UpstreamPool, base_url
 from ._wire import CompletionBody, SSEDecoder, StreamReader, decode_body, failure_in_stream, failure_of
@@ -25,4 +32,5 @@ __all__ = [
     "load_model_files",
     "post_completion",
     "stream_completion",
+    "upstream_token_count",
 ]

@@ -235,3 +235,26 @@ async def post_completion(
             return failure_of(400 if isinstance(info.code, str) else int(info.code or 500), response.content)
         return WholeCompletion(body=parsed, upstream=upstream)
     return failure
+
+
+class _TokenCount(msgspec.Struct):
+    count: int
+
+
+async def upstream_token_count(pool: UpstreamPool, prompt: str, model: str | None) -> int | None:
+    """``POST /tokenize`` on a healthy upstream; None where there is none or it has no such route."""
+    try:
+        upstream = await pool.choose()
+    except NoHealthyUpstream:
+        return None
+    served = model or (upstream.models[0] if upstream.models else None)
+    body: dict[str, Any] = {"prompt": prompt, "add_special_tokens": False}
+    if served:
+        body["model"] = served
+    try:
+        response = await pool.http.client.post(upstream.url + "/tokenize", content=_encode(body))
+        if response.status_code != 200:
+            return None
+        return msgspec.json.decode(response.content, type=_TokenCount).count
+    except (httpx.HTTPError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
