@@ -226,3 +226,17 @@ def test_one_log_line_per_request_without_prompt_text(server: Any) -> None:
     assert line["input_tokens"] > 0 and line["output_tokens"] > 0
     assert "duration_s" in line and "ttft_s" in line
     assert "secret prompt" not in repr(logs)
+
+
+def test_time_to_first_token_is_measured_on_one_clock(server: Any) -> None:
+    """The logged TTFT is between 0 and the request's duration on both backends (trio's clock differs)."""
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        client(server).responses.create(model="m", input="hi")
+        for _ in range(100):
+            if any(entry.get("event") == "response" for entry in logs):
+                break
+            httpx.get(server.base_url + "/health")
+    line = next(entry for entry in logs if entry.get("event") == "response")
+    assert 0 <= line["ttft_s"] <= line["duration_s"] + 0.01

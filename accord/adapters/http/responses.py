@@ -37,6 +37,8 @@ def termination_cause(log_: EventLog, disconnected: bool) -> str:
 
 async def create_response(app: AccordApp, ex: Exchange) -> None:
     started = time.perf_counter()
+    # The run stamps its first engine event on the event loop's clock; measure TTFT on the same one.
+    loop_started = anyio.current_time()
     settings = app.settings
     body = await ex.read_body(settings.max_body_bytes)
     limits = RequestLimits(
@@ -74,7 +76,7 @@ async def create_response(app: AccordApp, ex: Exchange) -> None:
         app.metrics.keepalives += run.keepalives_sent
         if run.first_engine_event_at is not None:
             app.metrics.first_token_count += 1
-            app.metrics.first_token_seconds_sum += max(0.0, run.first_engine_event_at - started)
+            app.metrics.first_token_seconds_sum += max(0.0, run.first_engine_event_at - loop_started)
         app.metrics.request("responses", ex.status, cause)
         with anyio.CancelScope(shield=True):
             await app.finish(prepared, run.log, cause)
@@ -90,7 +92,7 @@ async def create_response(app: AccordApp, ex: Exchange) -> None:
             reasoning_tokens=usage.output_tokens_details.reasoning_tokens if usage else None,
             keepalives=run.keepalives_sent,
             duration_s=round(time.perf_counter() - started, 4),
-            ttft_s=(round(run.first_engine_event_at - started, 4) if run.first_engine_event_at else None),
+            ttft_s=(round(run.first_engine_event_at - loop_started, 4) if run.first_engine_event_at else None),
         )
         structlog.contextvars.unbind_contextvars("response_id")
 
