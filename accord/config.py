@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     prefill_upstream: list[str] = Field(default_factory=list)
     decode_upstream: list[str] = Field(default_factory=list)
 
+    upstream_connect_timeout: float = 5.0
+    upstream_read_timeout: float = 600.0
+    upstream_attempts: int = 3
+
     keepalive_interval: float = 10.0
     api_key: str | None = None
     secret_key: str | None = None

@@ -200,6 +200,10 @@ def build_remote_engine(settings: Settings) -> Engine:
         "files": files,
         "model_name": settings.model_name,
         "max_context": settings.max_context,
+        "http": HttpSession(
+            connect_timeout=settings.upstream_connect_timeout, read_timeout=settings.upstream_read_timeout
+        ),
+        "retry": RetryPolicy(attempts=settings.upstream_attempts),
     }
     if settings.prefill_upstream or settings.decode_upstream:
         if not (settings.prefill_upstream and settings.decode_upstream):
