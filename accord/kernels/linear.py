@@ -50,23 +50,33 @@ class DenseLinear:
 
 
 class Int4Linear:
-    """A 4-bit matrix for CPU: packed for torch's int4 kernel, plus the nibbles for the dense path."""
+    """A 4-bit matrix for CPU: packed for torch's int4 kernel, plus (if ``dense_path``) the nibbles.
 
-    def __init__(self, blocks: Int4Blocks) -> None:
+    torch's packed layout is private to its kernel, so the dense path keeps GGML's nibbles as well (half
+    a byte a weight more); a matrix only ever used through ``matmul`` drops them.
+    """
+
+    def __init__(self, blocks: Int4Blocks, *, dense_path: bool = True) -> None:
         if blocks.nibbles.device.type != "cpu":
             raise ValueError("Int4Linear is the CPU path; dequantise for other devices")
-        self.blocks = blocks
+        self.rows = int(blocks.nibbles.shape[0])
         values = unpack_int4(blocks.nibbles).to(torch.int32)
         self.packed = torch._convert_weight_to_int4pack_for_cpu(values, 1)
         # torch's kernel wants [in / 32, out, (scale, zero)] in the activation dtype.
         self.scale_zero = torch.stack([blocks.scale, blocks.zero], dim=-1).transpose(0, 1).contiguous()
+        self.nibbles = blocks.nibbles if dense_path else None
 
     @property
     def out_features(self) -> int:
-        return int(self.blocks.nibbles.shape[0])
+        return self.rows
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         return torch._weight_int4pack_mm_for_cpu(x, self.packed, GROUP, self.scale_zero)
 
     def dense(self) -> torch.Tensor:
-        return dequantize_int4(self.blocks, self.scale_zero.dtype)
+        if self.nibbles is None:
+            raise RuntimeError("this matrix was built without its dense path")
+        per_row = self.scale_zero.transpose(0, 1)
+        return dequantize_int4(
+            Int4Blocks(self.nibbles, per_row[..., 0], per_row[..., 1]), self.scale_zero.dtype
+        )

