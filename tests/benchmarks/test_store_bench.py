@@ -25,7 +25,7 @@ import pytest
 from accord.adapters.store import PostgresStore, SQLiteStore
 from accord.adapters.store._sql import SqlStore
 from tests.serving import running, scripted_settings, write_script
-from tests.store.conftest import PG_ENV, drop_schema, fresh_schema_url
+from tests.store.pg import PG_ENV, drop_schema, fresh_schema_url
 from tests.store.records import run_record, service
 
 WRITERS = 32
@@ -139,8 +139,8 @@ def test_store_throughput_and_added_latency(tmp_path: Path) -> None:
         url, schema = fresh_schema_url(base)
         latency_targets.append(("postgresql", url))
     try:
-        for kind, url in latency_targets:
-            s50, s99, p50, p99 = _added_latency(tmp_path / kind, url)
+        for kind, target in latency_targets:
+            s50, s99, p50, p99 = _added_latency(tmp_path / kind, target)
             added = s99 - p99
             verdict = "met" if added < TARGET_MS else "NOT met"
             lines.append(

@@ -1,49 +1,11 @@
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
-PG_ENV = "ACCORD_TEST_POSTGRES"
-
-
-def postgres_url() -> str | None:
-    return os.environ.get(PG_ENV) or None
-
-
-def fresh_schema_url(base: str) -> tuple[str, str]:
-    """A URL whose connections work in a new, empty schema (one per test, no cross-talk)."""
-    import psycopg
-
-    schema = f"t_{secrets.token_hex(6)}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    sep = "&" if "?" in base else "?"
-    return f"{base}{sep}options={quote(f'-csearch_path={schema}')}", schema
-
-
-def drop_schema(base: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL URL on a schema of its own; skips where the CI server is not configured."""
-    base = postgres_url()
-    if base is None:
-        pytest.skip(f"{PG_ENV} is not set (CI starts PostgreSQL with .ci/postgres.sh)")
-    url, schema = fresh_schema_url(base)
-    try:
-        yield url
-    finally:
-        drop_schema(base, schema)
+from tests.store.pg import PG_ENV, drop_schema, fresh_schema_url, postgres_url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
