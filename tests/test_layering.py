@@ -34,7 +34,10 @@ def _modules(package: str) -> list[Path]:
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
-        ("events", ("anyio", "hypercorn", "torch", "trio", "accord.pipeline", "accord.engine", "accord.adapters")),
+        (
+            "events",
+            ("anyio", "hypercorn", "torch", "trio", "accord.pipeline", "accord.engine", "accord.adapters"),
+        ),
         ("pipeline/reasoning", ("anyio", "hypercorn", "torch", "trio", "accord.adapters", "accord.engine")),
         ("pipeline/tools", ("anyio", "hypercorn", "torch", "trio", "accord.adapters", "accord.engine")),
         ("pipeline", ("hypercorn", "torch", "accord.adapters")),
@@ -61,5 +64,7 @@ def test_events_load_without_io_libraries() -> None:
         "bad = [m for m in ('anyio', 'hypercorn', 'torch', 'trio') if m in sys.modules];"
         "print(','.join(bad))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == ""

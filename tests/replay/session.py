@@ -68,7 +68,8 @@ def run_session(
         max_context=200,
     )
     app = AccordApp(settings, build_service(settings))
-    attach_extensions(app, settings)
+    # Everything but the traces as `accord serve` attaches it; the recorder itself is kept here.
+    attach_extensions(app, settings.model_copy(update={"trace_dir": None}))
     recorder = attach_traces(app, settings)
     assert recorder is not None
     with running(settings, app) as server:

@@ -92,7 +92,9 @@ async def create_response(app: AccordApp, ex: Exchange) -> None:
             reasoning_tokens=usage.output_tokens_details.reasoning_tokens if usage else None,
             keepalives=run.keepalives_sent,
             duration_s=round(time.perf_counter() - started, 4),
-            ttft_s=(round(run.first_engine_event_at - loop_started, 4) if run.first_engine_event_at else None),
+            ttft_s=(
+                round(run.first_engine_event_at - loop_started, 4) if run.first_engine_event_at else None
+            ),
         )
         structlog.contextvars.unbind_contextvars("response_id")
 
