@@ -193,6 +193,9 @@ def test_service_routes(server: Any) -> None:
     assert [m.id for m in models.data] == ["scripted"]
     spec = httpx.get(server.base_url + "/openapi.json").json()
     assert "/v1/responses" in spec["paths"]
+    assert "post" in spec["paths"]["/v1/responses/{id}/cancel"]
+    assert {"get", "delete"} <= set(spec["paths"]["/v1/responses/{id}"])
+    assert "post" in spec["paths"]["/v1/responses/input_tokens"]
     assert "accord_requests_total" in httpx.get(server.base_url + "/metrics").text
 
 

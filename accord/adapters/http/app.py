@@ -56,7 +56,11 @@ async def _models(app: AccordApp, ex: Exchange) -> None:
 async def _openapi(app: AccordApp, ex: Exchange) -> None:
     from accord.adapters.http.openapi import openapi_document
 
-    await ex.json(200, openapi_document())
+    routes = [
+        (method, pattern.pattern.removesuffix("/?"), handler.__name__.strip("_"))
+        for method, pattern, handler in app.routes
+    ]
+    await ex.json(200, openapi_document(routes))
 
 
 class AccordApp:

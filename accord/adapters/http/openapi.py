@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from functools import cache
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -13,8 +14,16 @@ from accord.events.items import OutputItem, Usage
 from accord.events.wire import AnyWireEvent
 
 
-@cache
-def openapi_document() -> dict[str, Any]:
+_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
+
+
+def _path_template(pattern: str) -> str:
+    """``/v1/responses/(?P<id>[^/]+)`` -> ``/v1/responses/{id}``."""
+    return _GROUP.sub(lambda m: "{" + m.group(1) + "}", pattern).replace("\\", "")
+
+
+def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """The document: the responses route in full, every other route (``(method, regex, name)``) listed."""
     (request, event, item, usage), components = msgspec.json.schema_components(
         [ResponsesRequest, AnyWireEvent, OutputItem, Usage], ref_template="#/components/schemas/{name}"
     )
@@ -48,7 +57,7 @@ def openapi_document() -> dict[str, Any]:
     }
     components["Error"] = error
     components["Response"] = response
-    errors = {
+    errors: dict[str, Any] = {
         str(code): {
             "description": text,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -60,7 +69,7 @@ def openapi_document() -> dict[str, Any]:
             (413, "body too large"),
         )
     }
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "accord", "version": accord.__version__},
         "paths": {
@@ -80,10 +89,22 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/models": {
-                "get": {"operationId": "listModels", "responses": {"200": {"description": "models"}}}
-            },
-            "/health": {"get": {"operationId": "health", "responses": {"200": {"description": "ok"}}}},
         },
         "components": {"schemas": components},
     }
+    paths = document["paths"]
+    for method, pattern, name in routes:
+        path = _path_template(pattern)
+        operations = paths.setdefault(path, {})
+        if method.lower() in operations:
+            continue
+        parameters = [
+            {"name": group, "in": "path", "required": True, "schema": {"type": "string"}}
+            for group in _GROUP.findall(pattern)
+        ]
+        operations[method.lower()] = {
+            "operationId": name,
+            **({"parameters": parameters} if parameters else {}),
+            "responses": {"200": {"description": "OK"}, **errors},
+        }
+    return document
