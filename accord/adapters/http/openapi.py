@@ -102,9 +102,9 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
             {"name": group, "in": "path", "required": True, "schema": {"type": "string"}}
             for group in _GROUP.findall(pattern)
         ]
-        operations[method.lower()] = {
-            "operationId": name,
-            **({"parameters": parameters} if parameters else {}),
-            "responses": {"200": {"description": "OK"}, **errors},
-        }
+        operation: dict[str, Any] = {"operationId": name}
+        if parameters:
+            operation["parameters"] = parameters
+        operation["responses"] = {"200": {"description": "OK"}, **errors}
+        operations[method.lower()] = operation
     return document
