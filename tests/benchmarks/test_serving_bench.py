@@ -2,7 +2,7 @@
 
 Scripted engine, 20 chunks each, 5 ms apart. Prints throughput and the p50/p99 gap
 between consecutive events as clients see them. The only assertion is a same-run
-ratio: the p99 gap stays within a small multiple of the engine's own 5 ms pacing.
+ratio: the p99 gap at 64 streams against the p99 gap of one stream measured just before.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str) -> Non
     settings = scripted_settings(write_script(tmp_path, rules), worker_class=worker_class)
     gaps: list[float] = []
     events = 0
+    runs: dict[int, tuple[list[float], int, float]] = {}
 
     async def one(client: httpx.AsyncClient) -> None:
         nonlocal events
@@ -42,23 +43,32 @@ def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str) -> Non
                 last = now
                 events += 1
 
-    async def main(base: str) -> float:
-        limits = httpx.Limits(max_connections=STREAMS)
+    async def main(base: str, streams: int) -> None:
+        nonlocal gaps, events
+        gaps, events = [], 0
+        limits = httpx.Limits(max_connections=streams)
         async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
             t0 = time.perf_counter()
             async with anyio.create_task_group() as tg:
-                for _ in range(STREAMS):
+                for _ in range(streams):
                     tg.start_soon(one, client)
-            return time.perf_counter() - t0
+            runs[streams] = (sorted(gaps), events, time.perf_counter() - t0)
 
     with running(settings) as srv:
-        wall = anyio.run(main, srv.base_url)
-    gaps.sort()
-    p50 = statistics.median(gaps) * 1000
-    p99 = gaps[int(len(gaps) * 0.99)] * 1000
+        for streams in (1, 1, STREAMS):  # the first single stream warms up connections and code paths
+            anyio.run(main, srv.base_url, streams)
+
+    def p(sorted_gaps: list[float], q: float) -> float:
+        return sorted_gaps[min(len(sorted_gaps) - 1, int(len(sorted_gaps) * q))] * 1000
+
+    single, _, _ = runs[1]
+    many, count, wall = runs[STREAMS]
     print(
-        f"\nserving ({worker_class}): {STREAMS} streams x {CHUNKS} chunks, {events} events in {wall:.2f} s "
-        f"= {events / wall:,.0f} events/s; gap p50 {p50:.1f} ms, p99 {p99:.1f} ms (target p99 < 50 ms)"
+        f"\nserving ({worker_class}): {STREAMS} streams x {CHUNKS} chunks, {count} events in {wall:.2f} s "
+        f"= {count / wall:,.0f} events/s; gap p50 {statistics.median(many) * 1000:.1f} ms, "
+        f"p99 {p(many, 0.99):.1f} ms (target p99 < 50 ms); one stream alone: p99 {p(single, 0.99):.1f} ms"
     )
-    assert events >= STREAMS * (CHUNKS + 5)
-    assert p99 < 20 * 5.0, "p99 gap is more than 20x the engine's own pacing"
+    assert count >= STREAMS * (CHUNKS + 5)
+    assert p(many, 0.99) < 40 * max(p(single, 0.99), 5.0), (
+        "64 streams stretch the p99 gap 40x past one stream"
+    )
