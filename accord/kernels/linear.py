@@ -80,3 +80,24 @@ class Int4Linear:
         return dequantize_int4(
             Int4Blocks(self.nibbles, per_row[..., 0], per_row[..., 1]), self.scale_zero.dtype
         )
+
+
+class StackedLinear:
+    """Row blocks of one matrix, each its own ``Linear``; products are concatenated.
+
+    Lets a very tall matrix (a vocabulary projection) be converted block by block, so building it never
+    needs a full-size temporary.
+    """
+
+    def __init__(self, parts: list[Linear]) -> None:
+        self.parts = parts
+
+    @property
+    def out_features(self) -> int:
+        return sum(p.out_features for p in self.parts)
+
+    def matmul(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([p.matmul(x) for p in self.parts], dim=-1)
+
+    def dense(self) -> torch.Tensor:
+        return torch.cat([p.dense() for p in self.parts])

@@ -7,6 +7,9 @@ and up into another -- so each layer does three matmuls instead of seven.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,8 +18,8 @@ import torch
 
 from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
 from accord.kernels import cuda
-from accord.kernels.linear import DenseLinear, Int4Linear, Linear
-from accord.kernels.quant import Int4Blocks, QuantKind, dequantize, quantize_int4, split_int4
+from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
+from accord.kernels.quant import QuantKind, dequantize, quantize_int4, split_int4
 
 HEAD_CHUNK_ROWS = 4096
 
@@ -54,6 +57,20 @@ class Embedding:
         if isinstance(self.kind, QuantKind):
             return dequantize(rows, self.kind)
         return rows.float()
+
+
+def release_freed_memory(collect: bool = False) -> None:
+    """Hand heap pages freed by the build's transient buffers back to the OS.
+
+    glibc keeps freed memory mapped (it only trims the top of the heap on its own), so the buffers of
+    one build step would otherwise stay resident for the life of the server, and pile up across steps.
+    """
+    if collect:
+        gc.collect()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
@@ -117,6 +134,7 @@ def build_weights(model: ModelFile, device: torch.device, dtype: torch.dtype) ->
                 down=make_linear([get(p + "ffn_down.weight")], device, dtype),
             )
         )
+        release_freed_memory()
     factors = tensors.get("rope_freqs.weight")
     embd = get("token_embd.weight")
     embedding = Embedding(_tensor(embd, device).reshape(embd.shape[0], -1), embd.kind)
@@ -146,10 +164,14 @@ def _head(raw: RawTensor, rows: Embedding, device: torch.device, dtype: torch.dt
     """
     if device.type != "cpu":
         return make_linear([raw], device, dtype)
-    if raw.kind in (QuantKind.Q4_0, QuantKind.Q4_1):
-        return Int4Linear(split_int4(_tensor(raw, device), raw.kind, dtype), dense_path=False)
-    parts = []
+    parts: list[Linear] = []
     for begin in range(0, raw.shape[0], HEAD_CHUNK_ROWS):
         ids = torch.arange(begin, min(begin + HEAD_CHUNK_ROWS, raw.shape[0]))
-        parts.append(quantize_int4(rows.lookup(ids), dtype))
-    return Int4Linear(Int4Blocks(*(torch.cat(p) for p in zip(*parts, strict=True))), dense_path=False)
+        if raw.kind in (QuantKind.Q4_0, QuantKind.Q4_1):
+            assert isinstance(raw.kind, QuantKind)
+            blocks = split_int4(rows.raw.index_select(0, ids), raw.kind, dtype)
+        else:
+            blocks = quantize_int4(rows.lookup(ids), dtype)
+        parts.append(Int4Linear(blocks, dense_path=False))
+        release_freed_memory()
+    return StackedLinear(parts)
