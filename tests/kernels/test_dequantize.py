@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from accord.engine.local._gguf import ModelFile
-from accord.kernels.linear import Int4Linear
+from accord.kernels.linear import Int4Linear, StackedLinear
 from accord.kernels.quant import (
     QuantKind,
     dequantize,
@@ -100,3 +100,15 @@ def test_quantize_int4_stays_within_half_a_step_of_each_weight() -> None:
     step = blocks.scale.repeat_interleave(32, dim=1)
     assert bool(((back - weight).abs() <= step / 2 + 1e-5).all())
     assert torch.equal(back[2, :32], weight[2, :32])
+
+
+def test_stacked_row_blocks_multiply_like_the_whole_matrix() -> None:
+    raw = torch.from_numpy(quantized(QuantKind.Q4_0, rows=128, cols=64, seed=5))
+    whole = Int4Linear(split_int4(raw, QuantKind.Q4_0))
+    stacked = StackedLinear(
+        [Int4Linear(split_int4(raw[i : i + 32], QuantKind.Q4_0)) for i in range(0, 128, 32)]
+    )
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(6)).bfloat16()
+    assert stacked.out_features == 128
+    assert torch.equal(stacked.matmul(x), whole.matmul(x))
+    assert torch.equal(stacked.dense(), whole.dense())

@@ -80,6 +80,9 @@ class EngineCore:
     def abandon(self, seq: Sequence) -> None:
         """Stop ``seq`` and free what it holds; its outbox is released once that is done."""
         with self._cond:
+            if self._closing:  # the engine thread is gone or going, and freed everything
+                seq.outbox.release()
+                return
             self._abandoned.append(seq)
             self._cond.notify()
 
@@ -134,27 +137,46 @@ class EngineCore:
                     abandoned, self._abandoned = self._abandoned, []
                     commands, self._commands = self._commands, []
                     closing = self._closing
-                for fn in commands:
-                    fn()
-                for seq in abandoned:
-                    if seq.phase is not Phase.DONE:
-                        self._scheduler.remove(seq)
-                for seq in incoming:
-                    self._scheduler.add(seq)
+                try:
+                    stalled = self._iteration(incoming, abandoned, commands, closing)
+                except Exception as exc:  # a bug must not leave every stream waiting forever
+                    log.error("engine loop failed", error=repr(exc), traceback=traceback.format_exc())
+                    self._fail_everything(abandoned, f"{type(exc).__name__}: {exc}")
+                    stalled = False
                 if closing:
-                    self._shut_down(abandoned)
                     return
-                ran, deliveries = self._step()
-                # Work that cannot be scheduled (the queue head waits for blocks that only a
-                # cancellation can free) must not spin: sleep until something changes.
-                stalled = not ran
-                self._stats = self._snapshot()
-                for seq in abandoned:
-                    seq.outbox.release()
-                for seq, events in deliveries:
-                    seq.outbox.put(events)
-                    if seq.phase is Phase.DONE:
-                        seq.outbox.release()
+
+    def _iteration(
+        self,
+        incoming: list[Sequence],
+        abandoned: list[Sequence],
+        commands: list[Callable[[], None]],
+        closing: bool,
+    ) -> bool:
+        """One round: apply what other threads asked for, run a step, hand out the results.
+
+        Returns whether the loop is stalled (work exists but none could be scheduled: the queue head
+        waits for blocks that only a cancellation can free), so it sleeps instead of spinning.
+        """
+        for seq in incoming:
+            self._scheduler.add(seq)
+        for seq in abandoned:
+            if seq.phase is not Phase.DONE:
+                self._scheduler.remove(seq)
+        for fn in commands:  # before the step, so they apply to every request submitted after them
+            fn()
+        if closing:
+            self._fail_everything(abandoned, "The engine is shut down.")
+            return False
+        ran, deliveries = self._step()
+        self._stats = self._snapshot()
+        for seq in abandoned:
+            seq.outbox.release()
+        for seq, events in deliveries:
+            seq.outbox.put(events)
+            if seq.phase is Phase.DONE:
+                seq.outbox.release()
+        return not ran
 
     def _step(self) -> tuple[bool, list[tuple[Sequence, list[GenerationOutput]]]]:
         work = self._scheduler.schedule()
@@ -190,7 +212,7 @@ class EngineCore:
             deliveries.append((w.seq, events))
         return True, deliveries
 
-    def _shut_down(self, abandoned: list[Sequence]) -> None:
+    def _fail_everything(self, abandoned: list[Sequence], message: str) -> None:
         pending = [*self._scheduler.running, *self._scheduler.waiting]
         for seq in pending:
             self._scheduler.remove(seq)
@@ -199,12 +221,6 @@ class EngineCore:
             seq.outbox.release()
         for seq in pending:
             seq.outbox.put(
-                [
-                    EngineFailed(
-                        failure="engine_error",
-                        message="The engine is shut down.",
-                        prompt_tokens=seq.prompt_len,
-                    )
-                ]
+                [EngineFailed(failure="engine_error", message=message, prompt_tokens=seq.prompt_len)]
             )
             seq.outbox.release()
