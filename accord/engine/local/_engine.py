@@ -86,8 +86,14 @@ class LocalEngine:
         chunk_tokens: int = 512,
         threads: int | None = None,
         model_name: str | None = None,
+        quantized: bool = True,
     ) -> LocalEngine:
-        """Read a GGUF file (default: the packaged SmolLM2) and start the engine thread."""
+        """Read a GGUF file (default: the packaged SmolLM2) and start the engine thread.
+
+        ``quantized`` keeps 4-bit matrices 4-bit on CPU (the default); False makes every matrix dense
+        bf16, which is what a GPU runs (about 250 MB more for SmolLM2, and slower decoding on CPU).
+        ``kv_cache_tokens`` sizes the paged cache; the context is capped to fit in it.
+        """
         path = packaged_model_path() if path is None else Path(path)
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         if dev.type == "cpu":
@@ -107,7 +113,7 @@ class LocalEngine:
         compute_threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            weights = build_weights(model_file, dev, dtype)
+            weights = build_weights(model_file, dev, dtype, quantized=quantized)
         finally:
             torch.set_num_threads(compute_threads)
         chat_template, general_name = model_file.tokenizer.chat_template, model_file.name

@@ -95,18 +95,23 @@ def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
     return dequantize(t, raw.kind)
 
 
-def make_linear(parts: list[RawTensor], device: torch.device, dtype: torch.dtype) -> Linear:
-    """One matrix made of ``parts`` stacked by rows."""
+def make_linear(
+    parts: list[RawTensor], device: torch.device, dtype: torch.dtype, *, quantized: bool = True
+) -> Linear:
+    """One matrix made of ``parts`` stacked by rows (4-bit where ``quantized`` and the device allows)."""
     kinds = {p.kind for p in parts}
     kind = next(iter(kinds))
-    if len(kinds) == 1 and kind in (QuantKind.Q4_0, QuantKind.Q4_1) and device.type == "cpu":
+    if quantized and len(kinds) == 1 and kind in (QuantKind.Q4_0, QuantKind.Q4_1) and device.type == "cpu":
         assert isinstance(kind, QuantKind)
         raw = torch.cat([_tensor(p, device) for p in parts])
         return Int4Linear(split_int4(raw, kind, dtype))
     return DenseLinear(torch.cat([_dense(p, device).to(dtype) for p in parts]))
 
 
-def build_weights(model: ModelFile, device: torch.device, dtype: torch.dtype) -> ModelWeights:
+def build_weights(
+    model: ModelFile, device: torch.device, dtype: torch.dtype, *, quantized: bool = True
+) -> ModelWeights:
+    """The model's weights on ``device``; ``quantized=False`` makes every matrix dense (as on a GPU)."""
     tensors = model.tensors
 
     def get(name: str) -> RawTensor:
@@ -127,11 +132,14 @@ def build_weights(model: ModelFile, device: torch.device, dtype: torch.dtype) ->
                     [get(p + "attn_q.weight"), get(p + "attn_k.weight"), get(p + "attn_v.weight")],
                     device,
                     dtype,
+                    quantized=quantized,
                 ),
-                out=make_linear([get(p + "attn_output.weight")], device, dtype),
+                out=make_linear([get(p + "attn_output.weight")], device, dtype, quantized=quantized),
                 ffn_norm=vector(p + "ffn_norm.weight"),
-                gate_up=make_linear([get(p + "ffn_gate.weight"), get(p + "ffn_up.weight")], device, dtype),
-                down=make_linear([get(p + "ffn_down.weight")], device, dtype),
+                gate_up=make_linear(
+                    [get(p + "ffn_gate.weight"), get(p + "ffn_up.weight")], device, dtype, quantized=quantized
+                ),
+                down=make_linear([get(p + "ffn_down.weight")], device, dtype, quantized=quantized),
             )
         )
         release_freed_memory()
@@ -149,21 +157,23 @@ def build_weights(model: ModelFile, device: torch.device, dtype: torch.dtype) ->
         embedding=embedding,
         layers=layers,
         norm=vector("output_norm.weight"),
-        head=_head(embd if output is None else output, rows, device, dtype),
+        head=_head(embd if output is None else output, rows, device, dtype, quantized),
         head_rows=rows.lookup,
         rope_freq_factors=None if factors is None else vector(factors.name),
     )
 
 
-def _head(raw: RawTensor, rows: Embedding, device: torch.device, dtype: torch.dtype) -> Linear:
+def _head(
+    raw: RawTensor, rows: Embedding, device: torch.device, dtype: torch.dtype, quantized: bool
+) -> Linear:
     """The output projection the forward pass multiplies by: on CPU, 4 bits a weight.
 
     It only has to rank the vocabulary well enough that the true best tokens are among the leaders,
     whose logits the model then recomputes from the exact stored rows (``LlamaModel._refine``). At 4
     bits the projection reads a quarter of what bf16 would, and it is the largest matrix of a small model.
     """
-    if device.type != "cpu":
-        return make_linear([raw], device, dtype)
+    if device.type != "cpu" or not quantized:
+        return make_linear([raw], device, dtype, quantized=False)
     parts: list[Linear] = []
     for begin in range(0, raw.shape[0], HEAD_CHUNK_ROWS):
         ids = torch.arange(begin, min(begin + HEAD_CHUNK_ROWS, raw.shape[0]))
