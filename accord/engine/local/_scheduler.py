@@ -4,9 +4,10 @@ Strategy. Every step carries one decode row for each running sequence that is ge
 chunks, then admits waiting requests while the batch and the cache have room. Requests join and leave
 between any two steps.
 
-- A prompt is processed in chunks of at most ``chunk_tokens``, cut from where its cached prefix ends --
-  so how a prompt is split depends on the prompt alone, never on what else is running. At most about
-  ``chunk_tokens`` prompt tokens go into one step, so decode rows keep moving while a long prompt loads.
+- A prompt is processed in chunks of ``chunk_tokens`` (the last one up to a quarter longer rather than
+  a short tail of its own), cut from where its cached prefix ends -- so how a prompt is split depends on
+  the prompt alone, never on what else is running. At most about ``chunk_tokens`` prompt tokens go into
+  one step, so decode rows keep moving while a long prompt loads.
 - Admission takes blocks for the whole prompt at once (a prompt never stalls half-loaded); generation
   takes one block at a time. When a generating sequence needs a block and none is left, the most recently
   admitted sequence is preempted: its blocks are released (its full blocks stay in the prefix index) and
@@ -76,7 +77,7 @@ class Scheduler:
         for seq in self.running:
             if seq.decoding:
                 continue
-            length = min(len(seq.tokens) - seq.computed, self.chunk_tokens)
+            length = self._chunk(seq)
             if prefilling and length > budget:
                 continue
             work.append(_work(seq, length))
@@ -87,13 +88,19 @@ class Scheduler:
             if not self._admit(seq):
                 break
             self.waiting.popleft()
-            length = min(len(seq.tokens) - seq.computed, self.chunk_tokens)
+            length = self._chunk(seq)
             if prefilling and length > budget:
                 break  # admitted with its blocks; its first chunk runs next step
             work.append(_work(seq, length))
             budget -= length
             prefilling = True
         return work
+
+    def _chunk(self, seq: Sequence) -> int:
+        """The next chunk of ``seq``'s prompt: ``chunk_tokens``, or all that is left if the rest would
+        be a short tail (every prompt step pays for dequantising the weights, whatever its size)."""
+        left = len(seq.tokens) - seq.computed
+        return left if left <= self.chunk_tokens + self.chunk_tokens // 4 else self.chunk_tokens
 
     def _grow_decoders(self) -> bool:
         """Give each generating sequence room for its next token, preempting if the cache is full."""
