@@ -26,13 +26,22 @@ def write_kv(cache: torch.Tensor, slots: torch.Tensor, k: torch.Tensor, v: torch
     flat.index_copy_(2, slots, torch.stack([k, v]).transpose(1, 2).to(cache.dtype))
 
 
-def _gather(cache: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
-    """[2, kv_heads, len(blocks) * block_size, head_dim]: the blocks' positions in order."""
+Blocks = torch.Tensor | range
+
+
+def _gather(cache: torch.Tensor, blocks: Blocks) -> torch.Tensor:
+    """[2, kv_heads, len(blocks) * block_size, head_dim]: the blocks' positions in order.
+
+    A ``range`` of consecutive blocks (what a lone request usually holds, since the pool hands out
+    blocks in order) is a view of the cache; anything else is copied out.
+    """
     two, kv_heads, head_dim = cache.shape[0], cache.shape[1], cache.shape[-1]
+    if isinstance(blocks, range):
+        return cache[:, :, blocks.start : blocks.stop].view(two, kv_heads, -1, head_dim)
     return cache.index_select(2, blocks).view(two, kv_heads, -1, head_dim)
 
 
-def prefill_attention(q: torch.Tensor, cache: torch.Tensor, blocks: torch.Tensor, start: int) -> torch.Tensor:
+def prefill_attention(q: torch.Tensor, cache: torch.Tensor, blocks: Blocks, start: int) -> torch.Tensor:
     """Causal attention of a chunk of ``T`` queries [T, heads, head_dim] at positions ``start..start+T-1``.
 
     ``blocks`` hold positions 0..start+T-1 in order (the chunk's own keys already written).
@@ -50,16 +59,17 @@ def prefill_attention(q: torch.Tensor, cache: torch.Tensor, blocks: torch.Tensor
 
 
 def decode_attention(
-    q: torch.Tensor, cache: torch.Tensor, blocks: torch.Tensor, valid: torch.Tensor
+    q: torch.Tensor, cache: torch.Tensor, blocks: Blocks, valid: torch.Tensor
 ) -> torch.Tensor:
-    """One query per sequence, ``q`` [G, heads, head_dim], over ``blocks`` [G, n] where ``valid`` [G, n * block_size].
+    """One query per sequence, ``q`` [G, heads, head_dim], over ``blocks`` [G, n] (or, for G = 1, a range
+    of n) where ``valid`` [G, n * block_size].
 
     Positions past a sequence's end must hold finite numbers (the cache zeroes blocks when it hands them
     out); they are masked, so they contribute exactly zero.
     """
-    g = blocks.shape[0]
+    g = valid.shape[0]
     head_dim = cache.shape[-1]
-    kv = _gather(cache, blocks.reshape(-1))
+    kv = _gather(cache, blocks if isinstance(blocks, range) else blocks.reshape(-1))
     kv = kv.view(2, kv.shape[1], g, -1, head_dim).transpose(1, 2)
     # Query heads sharing a KV head sit next to each other, so grouping them turns GQA into plain
     # attention with ``heads / kv_heads`` queries per KV head -- no copies of the keys.

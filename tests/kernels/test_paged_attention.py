@@ -81,3 +81,14 @@ def test_decode_attention_is_the_same_alone_and_in_a_group() -> None:
     for i in range(g):
         alone = decode_attention(q[i : i + 1], cache, tables[i : i + 1], valid[i : i + 1])
         assert torch.equal(alone[0], together[i])
+
+
+def test_consecutive_blocks_read_in_place_give_the_same_result() -> None:
+    cache = stale_cache(12)
+    fill(cache, [4, 5, 6], 11, seed=13)
+    q = torch.randn(11, HEADS, D, generator=torch.Generator().manual_seed(14))
+    as_range = prefill_attention(q, cache, range(4, 7), 0)
+    assert torch.equal(as_range, prefill_attention(q, cache, torch.tensor([4, 5, 6]), 0))
+    valid = torch.arange(12)[None, :] < 11
+    one = decode_attention(q[-1:], cache, range(4, 7), valid)
+    assert torch.equal(one, decode_attention(q[-1:], cache, torch.tensor([[4, 5, 6]]), valid))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from accord.engine.local._scheduler import Work
+from accord.kernels.attention import Blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,15 +26,15 @@ class PromptSpan:
     #: Position of the chunk's first token.
     start: int
     #: The sequence's blocks covering positions 0 .. start + length - 1.
-    blocks: torch.Tensor
+    blocks: Blocks
 
 
 @dataclass(frozen=True, slots=True)
 class DecodeGroup:
     begin: int
     end: int
-    #: [G, n]: each member's first n blocks (all members attend over n blocks).
-    blocks: torch.Tensor
+    #: [G, n]: each member's first n blocks (all members attend over n blocks); a range when G is 1.
+    blocks: Blocks
     #: [G, n * block_size]: which of those positions each member has reached.
     valid: torch.Tensor
 
@@ -50,6 +51,17 @@ class StepBatch:
     #: Rows whose logits are needed, in the order of ``sampled``.
     logit_rows: torch.Tensor
     sampled: list[Work]
+
+
+def _table(blocks: list[int], device: torch.device) -> Blocks:
+    """Consecutive blocks as a range (attention then reads them in place), others as a tensor."""
+    if (
+        blocks
+        and blocks[-1] - blocks[0] == len(blocks) - 1
+        and blocks == list(range(blocks[0], blocks[-1] + 1))
+    ):
+        return range(blocks[0], blocks[-1] + 1)
+    return torch.tensor(blocks, dtype=torch.int64, device=device)
 
 
 def _slots(blocks: list[int], start: int, end: int, block_size: int) -> list[int]:
@@ -89,7 +101,13 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
             j += 1
         members = decodes[i:j]
         begin = len(ids)
-        group_blocks = torch.tensor([w.seq.blocks[:n_blocks] for w in members], dtype=torch.int64)
+        group_blocks: Blocks
+        if len(members) == 1:
+            group_blocks = _table(members[0].seq.blocks[:n_blocks], device)
+        else:
+            group_blocks = torch.tensor(
+                [w.seq.blocks[:n_blocks] for w in members], dtype=torch.int64, device=device
+            )
         last = torch.tensor([w.start for w in members])
         valid = torch.arange(n_blocks * block_size)[None, :] <= last[:, None]
         for w in members:
@@ -98,7 +116,7 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
             slots.extend(_slots(w.seq.blocks, w.start, w.start + 1, block_size))
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
-        groups.append(DecodeGroup(begin, len(ids), group_blocks.to(device), valid.to(device)))
+        groups.append(DecodeGroup(begin, len(ids), group_blocks, valid.to(device)))
         i = j
 
     def tensor(values: list[int]) -> torch.Tensor:
