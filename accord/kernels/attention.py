@@ -59,20 +59,21 @@ def prefill_attention(q: torch.Tensor, cache: torch.Tensor, blocks: Blocks, star
 
 
 def decode_attention(
-    q: torch.Tensor, cache: torch.Tensor, blocks: Blocks, valid: torch.Tensor
+    q: torch.Tensor, cache: torch.Tensor, blocks: Blocks, mask: torch.Tensor
 ) -> torch.Tensor:
     """One query per sequence, ``q`` [G, heads, head_dim], over ``blocks`` [G, n] (or, for G = 1, a range
-    of n) where ``valid`` [G, n * block_size].
+    of n). ``mask`` [G, n * block_size] says which positions count: True where they do, or an additive
+    float mask (0 / -inf) in the cache dtype, which spares the conversion on every call.
 
     Positions past a sequence's end must hold finite numbers (the cache zeroes blocks when it hands them
     out); they are masked, so they contribute exactly zero.
     """
-    g = valid.shape[0]
+    g = mask.shape[0]
     head_dim = cache.shape[-1]
     kv = _gather(cache, blocks if isinstance(blocks, range) else blocks.reshape(-1))
     kv = kv.view(2, kv.shape[1], g, -1, head_dim).transpose(1, 2)
     # Query heads sharing a KV head sit next to each other, so grouping them turns GQA into plain
     # attention with ``heads / kv_heads`` queries per KV head -- no copies of the keys.
     query = q.reshape(g, kv.shape[2], -1, head_dim).to(kv.dtype)
-    out = F.scaled_dot_product_attention(query, kv[0], kv[1], attn_mask=valid[:, None, None, :])
+    out = F.scaled_dot_product_attention(query, kv[0], kv[1], attn_mask=mask[:, None, None, :])
     return out.reshape(g, -1, head_dim)

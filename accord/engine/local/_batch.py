@@ -35,8 +35,8 @@ class DecodeGroup:
     end: int
     #: [G, n]: each member's first n blocks (all members attend over n blocks); a range when G is 1.
     blocks: Blocks
-    #: [G, n * block_size]: which of those positions each member has reached.
-    valid: torch.Tensor
+    #: [G, n * block_size]: 0 at the positions each member has reached, -inf past them (added to scores).
+    mask: torch.Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ def _slots(blocks: list[int], start: int, end: int, block_size: int) -> list[int
     return [blocks[p // block_size] * block_size + p % block_size for p in range(start, end)]
 
 
-def build_batch(work: list[Work], block_size: int, device: torch.device) -> StepBatch:
+def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: torch.dtype) -> StepBatch:
     prompts = [w for w in work if not w.seq.decoding or w.length > 1]
     decodes = [w for w in work if w.seq.decoding and w.length == 1]
     decodes.sort(key=lambda w: w.start // block_size)
@@ -109,14 +109,16 @@ def build_batch(work: list[Work], block_size: int, device: torch.device) -> Step
                 [w.seq.blocks[:n_blocks] for w in members], dtype=torch.int64, device=device
             )
         last = torch.tensor([w.start for w in members])
-        valid = torch.arange(n_blocks * block_size)[None, :] <= last[:, None]
+        # Built once per step in the attention dtype; a boolean mask would be converted in every layer.
+        past = torch.arange(n_blocks * block_size)[None, :] > last[:, None]
+        mask = torch.zeros(past.shape, dtype=dtype).masked_fill_(past, float("-inf"))
         for w in members:
             ids.append(w.seq.tokens[w.start])
             positions.append(w.start)
             slots.extend(_slots(w.seq.blocks, w.start, w.start + 1, block_size))
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
-        groups.append(DecodeGroup(begin, len(ids), group_blocks, valid.to(device)))
+        groups.append(DecodeGroup(begin, len(ids), group_blocks, mask.to(device)))
         i = j
 
     def tensor(values: list[int]) -> torch.Tensor:

@@ -183,7 +183,7 @@ class EngineCore:
         if not work:
             return False, []
         try:
-            batch = build_batch(work, self._scheduler.pool.block_size, self._device)
+            batch = build_batch(work, self._scheduler.pool.block_size, self._device, self._model.dtype)
             logits = self._model.forward(batch)
             self._scheduler.advance(work)
             tokens = sample(logits, [w.seq.sampling_row() for w in batch.sampled])

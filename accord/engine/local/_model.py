@@ -87,7 +87,7 @@ class LlamaModel:
 
     def _attention(self, q: torch.Tensor, kv: torch.Tensor, batch: StepBatch) -> torch.Tensor:
         parts = [prefill_attention(q[s.begin : s.end], kv, s.blocks, s.start) for s in batch.spans] + [
-            decode_attention(q[g.begin : g.end], kv, g.blocks, g.valid) for g in batch.groups
+            decode_attention(q[g.begin : g.end], kv, g.blocks, g.mask) for g in batch.groups
         ]
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
