@@ -1,10 +1,16 @@
 """ItemTracker: parsed segments -> response events, with ids injected (SPEC W1, W2).
 
 Strategy: at most one text item (a message or a reasoning item) is open at a time;
-a segment of another kind closes it and opens the next. Calls are reported whole: one
-``ItemAdded`` with empty arguments, one ``ArgumentsAppended`` with the complete
-arguments and an ``ItemClosed`` (SPEC P4). Ids and the clock come from outside, so the
-tracker is deterministic and runs without an event loop.
+a segment of another kind closes it and opens the next. A whole call (:class:`ToolCall`)
+is one ``ItemAdded`` with empty arguments, one ``ArgumentsAppended`` with the complete
+arguments and an ``ItemClosed`` (SPEC P4). A streamed call is its ``ItemAdded`` at
+:class:`CallOpened`, an ``ArgumentsAppended`` per :class:`CallArguments`, and ``ItemClosed``
+``completed`` at :class:`CallClosed` or ``incomplete`` at :class:`CallAbandoned` (never
+completed; the text the parser reads on with lands in a message as usual). A call that
+cannot stream its item is collected and reported whole when it ends: a custom tool (its
+``input`` is the string decoded from the arguments, SPEC P10), and any call after the first
+completed one when ``parallel_tool_calls`` is false (released as text, SPEC P9). Ids and the
+clock come from outside, so the tracker is deterministic and runs without an event loop.
 
 Whitespace-only text between items (``</think>\\n\\n<tool_call>``) does not open a
 message of its own: it is held and joins the next message's text, and is dropped when
@@ -17,8 +23,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
+from accord.errors import ProtocolViolation
 from accord.events.generation import EngineFailed, Finished
-from accord.events.items import CustomToolCallItem, FunctionCallItem, MessageItem, ReasoningItem, Usage
+from accord.events.items import (
+    CustomToolCallItem,
+    FunctionCallItem,
+    ItemStatus,
+    MessageItem,
+    ReasoningItem,
+    Usage,
+)
 from accord.events.response import (
     ArgumentsAppended,
     Completed,
@@ -31,7 +45,17 @@ from accord.events.response import (
     TextAppended,
 )
 from accord.pipeline.parse import End
-from accord.pipeline.segments import Content, ParsedSegment, Reasoning, ToolCall, ToolSpec
+from accord.pipeline.segments import (
+    CallAbandoned,
+    CallArguments,
+    CallClosed,
+    CallOpened,
+    Content,
+    ParsedSegment,
+    Reasoning,
+    ToolCall,
+    ToolSpec,
+)
 
 #: Failure kinds whose message is the engine's own words, shown to the client (SPEC W6).
 _MESSAGE_SHOWN = frozenset({"engine_error", "context_length_exceeded", "upstream_error"})
@@ -60,6 +84,11 @@ class ItemTracker:
         self._pending_ws = ""
         self._calls = 0
         self._call_ids: set[str] = set()
+        # The streamed call now open: its item's index, or (when it cannot stream) the
+        # opening and its arguments so far.
+        self._streaming: int | None = None
+        self._collected: CallOpened | None = None
+        self._collected_args: list[str] = []
         self.dropped_whitespace = 0
 
     def feed(self, segment: ParsedSegment | End) -> list[ResponseEvent]:
@@ -70,6 +99,19 @@ class ItemTracker:
                 return self._reasoning(segment.text)
             case ToolCall():
                 return self._call(segment)
+            case CallArguments():
+                if self._streaming is not None:
+                    return [ArgumentsAppended(output_index=self._streaming, delta=segment.delta)]
+                if self._collected is None:
+                    raise ProtocolViolation("call arguments while no call is open")
+                self._collected_args.append(segment.delta)
+                return []
+            case CallOpened():
+                return self._call_opened(segment)
+            case CallClosed():
+                return self._call_ended(completed=True)
+            case CallAbandoned():
+                return self._call_ended(completed=False)
             case End():
                 return self._end(segment)
         raise TypeError(f"not a segment: {segment!r}")
@@ -136,49 +178,100 @@ class ItemTracker:
 
     # -- calls -----------------------------------------------------------------------
     def _call(self, seg: ToolCall) -> list[ResponseEvent]:
-        if not self._parallel and self._calls >= 1:
+        if self._released():
             # SPEC P9: with parallel_tool_calls false only the first call is reported.
             raw = json.dumps({"name": seg.name, "arguments": json.loads(seg.arguments)}, ensure_ascii=False)
             return self._content(Content(text=raw))
+        return self._whole(seg.name, seg.call_id, seg.arguments, "completed")
+
+    def _released(self) -> bool:
+        return not self._parallel and self._calls >= 1
+
+    def _call_opened(self, seg: CallOpened) -> list[ResponseEvent]:
+        if self._streaming is not None or self._collected is not None:
+            raise ProtocolViolation("a call opened while another is open")
+        spec = self._tools.get(seg.name)
+        if self._released() or (spec is not None and spec.kind == "custom"):
+            self._collected, self._collected_args = seg, []
+            return []
         events = self._close()
         self._drop_pending()
-        self._calls += 1
-        spec = self._tools.get(seg.name)
-        call_id = seg.call_id if seg.call_id and seg.call_id not in self._call_ids else self._new_id("call")
+        index, item = self._call_item(seg.name, seg.call_id)
+        self._streaming = index
+        events.append(ItemAdded(output_index=index, item=item))
+        return events
+
+    def _call_ended(self, *, completed: bool) -> list[ResponseEvent]:
+        if self._streaming is not None:
+            index, self._streaming = self._streaming, None
+            if completed:
+                self._calls += 1
+            return [ItemClosed(output_index=index, status="completed" if completed else "incomplete")]
+        opened = self._collected
+        if opened is None:
+            raise ProtocolViolation("a call ended while no call is open")
+        arguments = "".join(self._collected_args)
+        self._collected, self._collected_args = None, []
+        if completed:
+            return self._call(ToolCall(name=opened.name, arguments=arguments, call_id=opened.call_id))
+        if self._released():
+            # The start of what a complete released call reads as; nothing the model wrote is lost.
+            head = json.dumps({"name": opened.name}, ensure_ascii=False)[:-1]
+            return self._content(Content(text=f'{head}, "arguments": {arguments}'))
+        return self._whole(opened.name, opened.call_id, arguments, "incomplete")
+
+    def _whole(
+        self, name: str, call_id: str | None, arguments: str, status: ItemStatus
+    ) -> list[ResponseEvent]:
+        """A call reported in one go: added, its arguments (or custom input), closed."""
+        events = self._close()
+        self._drop_pending()
+        if status == "completed":
+            self._calls += 1
+        index, item = self._call_item(name, call_id)
+        payload = _custom_input(arguments) if isinstance(item, CustomToolCallItem) else arguments
+        events.append(ItemAdded(output_index=index, item=item))
+        if payload:
+            events.append(ArgumentsAppended(output_index=index, delta=payload))
+        events.append(ItemClosed(output_index=index, status=status))
+        return events
+
+    def _call_item(
+        self, name: str, model_call_id: str | None
+    ) -> tuple[int, FunctionCallItem | CustomToolCallItem]:
+        """A new call item at the next index, with a call_id unique in the response."""
+        spec = self._tools.get(name)
+        if model_call_id and model_call_id not in self._call_ids:
+            call_id = model_call_id
+        else:
+            call_id = self._new_id("call")
         self._call_ids.add(call_id)
         index = self._add_index()
         namespace = spec.namespace if spec else None
-        name = spec.bare_name if spec else seg.name
-        payload = seg.arguments
-        item: FunctionCallItem | CustomToolCallItem
+        bare = spec.bare_name if spec else name
         if spec is not None and spec.kind == "custom":
-            payload = _custom_input(seg.arguments)
-            item = CustomToolCallItem(
+            return index, CustomToolCallItem(
                 id=self._new_id("ctc"),
                 call_id=call_id,
-                name=name,
+                name=bare,
                 input="",
                 status="in_progress",
                 namespace=namespace,
             )
-        else:
-            item = FunctionCallItem(
-                id=self._new_id("fc"),
-                call_id=call_id,
-                name=name,
-                arguments="",
-                status="in_progress",
-                namespace=namespace,
-            )
-        events.append(ItemAdded(output_index=index, item=item))
-        if payload:
-            events.append(ArgumentsAppended(output_index=index, delta=payload))
-        events.append(ItemClosed(output_index=index, status="completed"))
-        return events
+        return index, FunctionCallItem(
+            id=self._new_id("fc"),
+            call_id=call_id,
+            name=bare,
+            arguments="",
+            status="in_progress",
+            namespace=namespace,
+        )
 
     # -- the end ---------------------------------------------------------------------
     def _end(self, end: End) -> list[ResponseEvent]:
         outcome = end.outcome
+        # The parser ends every call it opened before the end; one still open never completed.
+        ended = self._call_ended(completed=False) if self._streaming is not None or self._collected else []
         self._drop_pending()
         if isinstance(outcome, Finished):
             usage = Usage.of(
@@ -188,8 +281,8 @@ class ItemTracker:
                 reasoning_tokens=end.reasoning_tokens,
             )
             if outcome.reason == "length":
-                return [Incomplete(reason="max_output_tokens", usage=usage)]
-            return [*self._close(), Completed(usage=usage, completed_at=self._now())]
+                return [*ended, Incomplete(reason="max_output_tokens", usage=usage)]
+            return [*ended, *self._close(), Completed(usage=usage, completed_at=self._now())]
         assert isinstance(outcome, EngineFailed)
         usage = Usage.of(
             input_tokens=outcome.prompt_tokens,
@@ -198,7 +291,7 @@ class ItemTracker:
             reasoning_tokens=end.reasoning_tokens,
         )
         message = outcome.message if outcome.failure in _MESSAGE_SHOWN else "internal error"
-        return [Failed(code=outcome.failure, message=message, usage=usage)]
+        return [*ended, Failed(code=outcome.failure, message=message, usage=usage)]
 
 
 def _custom_input(arguments: str) -> str:

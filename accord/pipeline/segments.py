@@ -1,10 +1,19 @@
 """The vocabulary between the parsers and the ItemTracker.
 
 A reasoning splitter turns raw model text into :class:`Reasoning` and :class:`Content`
-segments; a tool-call parser turns :class:`Content` into :class:`Content` and
-:class:`ToolCall` segments. Concatenating the text of every segment a parser emitted,
-plus the raw markup of every call, gives back exactly what it was fed (nothing is lost,
-SPEC invariant 5).
+segments; a tool-call parser turns :class:`Content` into :class:`Content` and call
+segments. A call comes either whole, as one :class:`ToolCall`, or streamed: a
+:class:`CallOpened`, zero or more :class:`CallArguments` and then exactly one
+:class:`CallClosed` (the arguments are complete, valid JSON) or :class:`CallAbandoned` (they
+stopped being JSON, or the output ended inside them), with no other segment of that parser
+in between. Concatenating the text of every segment a parser emitted, plus the raw markup
+of every call, gives back exactly what it was fed (nothing is lost, SPEC invariant 5): an
+abandoned call holds its markup and the argument text it streamed, and the parser reads
+on as text right after that.
+
+:func:`merge_segments` is the form in which chunkings are compared: a streamed call that
+closed becomes the :class:`ToolCall` a whole parse reports, and one that was abandoned an
+:class:`AbandonedCall` (which only ``merge_segments`` makes).
 
 :class:`ToolSpec` is how a parser sees the tools a request offered: the name the model
 was told to use (``namespace.tool`` for namespaced tools), and the JSON schema of the
@@ -13,6 +22,7 @@ arguments (custom tools have one string parameter named ``input``, SPEC P10).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -64,13 +74,71 @@ class ToolCall(Segment, frozen=True, tag="tool_call"):
     call_id: str | None = None
 
 
-ParsedSegment = Reasoning | Content | ToolCall
+class CallOpened(Segment, frozen=True, tag="call_opened"):
+    """A streamed call begins: its name resolved to a declared tool, its arguments begun."""
+
+    name: str
+    call_id: str | None = None
 
 
-def merge_segments(segments: list[ParsedSegment]) -> list[ParsedSegment]:
-    """Join adjacent text segments of the same kind, so chunkings can be compared."""
-    merged: list[ParsedSegment] = []
+class CallArguments(Segment, frozen=True, tag="call_arguments"):
+    """More of the open call's arguments, exactly as the model wrote them."""
+
+    delta: str
+
+
+class CallClosed(Segment, frozen=True, tag="call_closed"):
+    """The open call's arguments are complete: the deltas join into one valid JSON object."""
+
+
+class CallAbandoned(Segment, frozen=True, tag="call_abandoned"):
+    """The open call will not complete: its arguments stopped being JSON, or the output ended."""
+
+
+class AbandonedCall(Segment, frozen=True, tag="abandoned_call"):
+    """Merged form of a streamed call that was abandoned, with the arguments it streamed."""
+
+    name: str
+    arguments: str
+    call_id: str | None = None
+
+
+#: What parsers emit.
+ParsedSegment = Reasoning | Content | ToolCall | CallOpened | CallArguments | CallClosed | CallAbandoned
+#: What :func:`merge_segments` gives: text joined, each streamed call folded into one segment.
+MergedSegment = Reasoning | Content | ToolCall | AbandonedCall
+
+
+def merge_segments(segments: Sequence[ParsedSegment]) -> list[MergedSegment]:
+    """Join adjacent text segments of the same kind and fold streamed calls, so chunkings can be compared.
+
+    A streamed call takes the place of its :class:`CallOpened`, whatever came between its
+    segments from other stages.
+    """
+    merged: list[MergedSegment] = []
+    opened: CallOpened | None = None
+    at = 0
+    pieces: list[str] = []
     for seg in segments:
+        match seg:
+            case CallOpened():
+                if opened is not None:
+                    raise ValueError("a call opened inside another")
+                opened, at, pieces = seg, len(merged), []
+                merged.append(AbandonedCall(name=seg.name, arguments="", call_id=seg.call_id))
+                continue
+            case CallArguments():
+                if opened is None:
+                    raise ValueError("call arguments outside a call")
+                pieces.append(seg.delta)
+                continue
+            case CallClosed() | CallAbandoned():
+                if opened is None:
+                    raise ValueError("a call ended that was not open")
+                kind = ToolCall if isinstance(seg, CallClosed) else AbandonedCall
+                merged[at] = kind(name=opened.name, arguments="".join(pieces), call_id=opened.call_id)
+                opened = None
+                continue
         if merged:
             last = merged[-1]
             if isinstance(seg, Reasoning) and isinstance(last, Reasoning):
@@ -82,4 +150,6 @@ def merge_segments(segments: list[ParsedSegment]) -> list[ParsedSegment]:
         if isinstance(seg, (Reasoning, Content)) and not seg.text:
             continue
         merged.append(seg)
+    if opened is not None:
+        raise ValueError("a call is still open")
     return merged

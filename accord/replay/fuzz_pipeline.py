@@ -35,7 +35,16 @@ from accord.pipeline.items import ItemTracker
 from accord.pipeline.parse import ParseStage
 from accord.pipeline.reasoning import reasoning_parser, reasoning_parser_names
 from accord.pipeline.run import ResponseRun
-from accord.pipeline.segments import Content, ParsedSegment, Reasoning, ToolCall, ToolSpec, merge_segments
+from accord.pipeline.segments import (
+    AbandonedCall,
+    Content,
+    MergedSegment,
+    ParsedSegment,
+    Reasoning,
+    ToolCall,
+    ToolSpec,
+    merge_segments,
+)
 from accord.pipeline.tools import NoTools, tool_parser, tool_parser_names
 from accord.replay._compare import comparable_response, difference
 from accord.replay._replay_engine import TraceEngine
@@ -182,7 +191,7 @@ async def run_case(case: Case, chunks: list[str]) -> tuple[list[dict[str, Any]],
     return [msgspec.to_builtins(e) for e in wire], final
 
 
-def parsed_whole(family: Family, text: str) -> list[ParsedSegment]:
+def parsed_whole(family: Family, text: str) -> list[MergedSegment]:
     """What the family's parsers make of ``text`` in one piece, fed as the parse stage feeds them."""
     splitter = reasoning_parser(family.reasoning)(family.thinking)
     tools = tool_parser(family.tools)(family.offered) if family.offered else NoTools()
@@ -211,7 +220,7 @@ def _lost(family: Family, text: str, final: dict[str, Any]) -> str | None:
     if "".join(content.split()) != "".join(found.split()):
         return f"message text {content!r}, the parsers found {found!r}"
     calls = sum(i.get("type") in ("function_call", "custom_tool_call") for i in items)
-    wanted_calls = sum(isinstance(s, ToolCall) for s in segments)
+    wanted_calls = sum(isinstance(s, (ToolCall, AbandonedCall)) for s in segments)
     if calls != wanted_calls:
         return f"{calls} calls, the parsers found {wanted_calls}"
     return None

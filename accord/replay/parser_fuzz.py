@@ -38,8 +38,10 @@ stage under one name). The packaged ones live in ``accord/replay/corpus/``::
 - ``Segment`` is a parsed segment as msgspec encodes it: ``{"kind": "reasoning", "text": ...}``,
   ``{"kind": "content", "text": ..., "phase": null}`` (``phase`` optional), ``{"kind":
   "tool_call", "name": ..., "arguments": "<JSON object text>", "call_id": null}`` (``call_id``
-  optional). ``expect`` lists the segments after :func:`merge_segments`: adjacent text of one
-  kind joined, empty text dropped. Arguments are compared as text, exactly.
+  optional), and for a streamed call that was abandoned ``{"kind": "abandoned_call", "name":
+  ..., "arguments": "<the argument text it streamed>", "call_id": null}``. ``expect`` lists the
+  segments after :func:`merge_segments`: adjacent text of one kind joined, empty text
+  dropped, streamed calls folded. Arguments are compared as text, exactly.
 - ``bench.parts``: a string part appears once; a ``{"repeat": unit}`` part repeats its unit
   so that the repeated parts share the requested size equally. Without ``bench`` the
   benchmark repeats the rows' outputs.
@@ -63,7 +65,7 @@ from typing import Literal, TextIO
 import msgspec
 
 from accord.pipeline import reasoning, tools
-from accord.pipeline.segments import ParsedSegment, ToolSpec, merge_segments
+from accord.pipeline.segments import MergedSegment, ParsedSegment, ToolSpec, merge_segments
 
 Stage = Literal["reasoning", "tools"]
 
@@ -73,7 +75,7 @@ class _Row(msgspec.Struct, kw_only=True):
     output: str
     thinking: bool | None = None
     tools: list[ToolSpec] = msgspec.field(default_factory=list)
-    expect: list[ParsedSegment] | None = None
+    expect: list[MergedSegment] | None = None
 
 
 class _Bench(msgspec.Struct, kw_only=True):
@@ -99,7 +101,7 @@ class CorpusRow:
     output: str
     thinking: bool | None = None
     tools: tuple[ToolSpec, ...] = ()
-    expect: tuple[ParsedSegment, ...] | None = None
+    expect: tuple[MergedSegment, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def make_parser(row: CorpusRow) -> reasoning.ReasoningSplitter | tools.ToolCallP
     return tools.tool_parser(row.parser)(row.tools)
 
 
-def parse_chunks(row: CorpusRow, chunks: Sequence[str]) -> list[ParsedSegment]:
+def parse_chunks(row: CorpusRow, chunks: Sequence[str]) -> list[MergedSegment]:
     """Feed ``chunks`` to a fresh parser for ``row`` and return the merged segments."""
     parser = make_parser(row)
     out: list[ParsedSegment] = []
@@ -233,7 +235,7 @@ def exhaustive_chunkings(text: str, max_three_way: int = 1500) -> Iterator[list[
         yield [text[:i], text[i:j], text[j:]]
 
 
-def _describe(segments: Sequence[ParsedSegment]) -> str:
+def _describe(segments: Sequence[MergedSegment]) -> str:
     return msgspec.json.encode(list(segments)).decode()
 
 
