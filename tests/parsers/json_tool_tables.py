@@ -81,15 +81,21 @@ def call(name: str, arguments: str, call_id: str | None = None) -> Seg:
     return seg
 
 
+def abandoned(name: str, arguments: str, call_id: str | None = None) -> Seg:
+    """A streamed call that never completed, with the argument text it streamed."""
+    return {**call(name, arguments, call_id), "kind": "abandoned_call"}
+
+
 def merge(segments: Sequence[Seg]) -> list[Seg]:
     """What ``merge_segments`` makes of ``segments``: adjacent text of one kind joined."""
     out: list[Seg] = []
     for seg in segments:
-        if seg["kind"] != "tool_call" and not seg["text"]:
+        is_call = seg["kind"] in ("tool_call", "abandoned_call")
+        if not is_call and not seg["text"]:
             continue
         if (
             out
-            and seg["kind"] != "tool_call"
+            and not is_call
             and out[-1]["kind"] == seg["kind"]
             and out[-1].get("phase") == seg.get("phase")
         ):
@@ -118,6 +124,30 @@ class Writer:
     parser: str
     opener: str
     closer: str
+    #: Whether calls stream their arguments (then a call that fails after its arguments
+    #: began is an abandoned call, not text).
+    streams = True
+    #: The end of a call section: dropped after a call, abandoned or not.
+    section_end = ""
+
+    def call_id(self, c: C, index: int) -> str | None:
+        """The model's own id for the ``index``-th call of a block, where the format has one."""
+        del c, index
+        return None
+
+    def stopped(self, markup: str, c: C, streamed: str, index: int = 0) -> list[Seg]:
+        """What ``markup`` (one block, one call ``c``) parses to when the call stops after ``streamed``.
+
+        A format that streams keeps the call with the argument text it streamed and reads on
+        as text after it; one that does not releases the whole block as text.
+        """
+        if not self.streams:
+            return [text(markup)]
+        start = markup.index(c.args)
+        rest = markup[start + len(streamed) :]
+        if self.section_end and rest.endswith(self.section_end):
+            rest = rest[: -len(self.section_end)]
+        return [abandoned(c.name, streamed, self.call_id(c, index)), text(rest)]
 
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         raise NotImplementedError
@@ -209,25 +239,46 @@ def common_rows(w: Writer) -> list[Row]:
         compose(w, "tool_without_schema", (C("free_form", '{"anything": [1, 2]}'),)),
         as_text("prose_mentions_tool", "You could call get_weather(city) or get_time here."),
         as_text("comparisons_in_text", "if a < b and b <c then x <| y ok"),
-        as_text("truncated_inside_arguments", "Checking. " + w.cut_inside_args()),
+        Row(
+            "truncated_inside_arguments",
+            "Checking. " + w.cut_inside_args(),
+            [
+                text("Checking. "),
+                *w.stopped(w.cut_inside_args(), C("get_weather", '{"city": "Par'), '{"city": "Par'),
+            ],
+        ),
         as_text("truncated_inside_opener", "Checking. " + w.opener[:-2]),
         as_text("stray_closer_is_text", f"done {w.closer} ok"),
     ]
     undeclared, _ = w.block([C("launch_rocket", '{"x": 1}', raw="launch_rocket")])
     rows.append(as_text("undeclared_tool_released", undeclared))
-    invalid, _ = w.block([C("get_weather", '{"city": Paris}')])
-    rows.append(as_text("invalid_json_released", invalid))
-    nan, _ = w.block([C("configure", '{"ratio": nan}')])
-    rows.append(as_text("nan_is_not_json", nan))
+    bad = C("get_weather", '{"city": Paris}')
+    invalid, _ = w.block([bad])
+    rows.append(Row("invalid_json_released", invalid, w.stopped(invalid, bad, '{"city": ')))
+    nan_call = C("configure", '{"ratio": nan}')
+    nan, _ = w.block([nan_call])
+    rows.append(Row("nan_is_not_json", nan, w.stopped(nan, nan_call, nan_call.args)))
     empty, _ = w.block([C("get_weather", '{"city": "Paris"}', raw="")])
     rows.append(as_text("empty_name_released", empty))
     return rows
 
 
-def restart_row(w: Writer, abandoned: str, name: str = "restarted_opener_parsed_from_restart") -> Row:
-    """``abandoned`` (an opener and part of a call), then a whole call: text, then the call."""
+def restart_row(
+    w: Writer,
+    cut: str,
+    name: str = "restarted_opener_parsed_from_restart",
+    streamed: tuple[str, str] | None = None,
+) -> Row:
+    """``cut`` (an opener and part of a call), then a whole call: the cut part, then the call.
+
+    The cut part is text, or with ``streamed`` (the call's name and the argument text it had
+    streamed when the restart came) an abandoned call.
+    """
     markup, segs = w.block([ROME], after_text=True)
-    return Row(name, abandoned + markup, [text(abandoned), *segs])
+    if streamed is None:
+        return Row(name, cut + markup, [text(cut), *segs])
+    first = abandoned(streamed[0], streamed[1], w.call_id(C(streamed[0]), 0))
+    return Row(name, cut + markup, [first, *segs])
 
 
 # -- Hermes / Qwen -------------------------------------------------------------------------------
@@ -260,6 +311,7 @@ def hermes_rows() -> list[Row]:
             w,
             '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
             "restarted_opener_inside_a_string_argument",
+            streamed=("get_weather", '{"city": "Par'),
         ),
         Row("qwen3_layout_after_reasoning", "\n\n" + paris, [text("\n\n"), call("get_weather", PARIS.args)]),
         Row(
@@ -295,7 +347,7 @@ def hermes_rows() -> list[Row]:
         Row(
             "complete_call_then_cut_call",
             paris + "\n" + w.cut_inside_args(),
-            [call("get_weather", PARIS.args), text("\n" + w.cut_inside_args())],
+            [call("get_weather", PARIS.args), text("\n"), abandoned("get_weather", '{"city": "Par')],
         ),
         Row(
             "undeclared_then_declared",
@@ -310,6 +362,41 @@ def hermes_rows() -> list[Row]:
             "arguments_not_an_object", '<tool_call>{"name": "get_weather", "arguments": [1, 2]}</tool_call>'
         ),
         as_text("junk_between_payload_and_closer", '<tool_call>{"name": "get_time"} junk</tool_call>'),
+        Row(
+            "junk_after_streamed_arguments",
+            '<tool_call>{"name": "get_time", "arguments": {}} junk</tool_call>',
+            [abandoned("get_time", "{}"), text("} junk</tool_call>")],
+        ),
+        Row(
+            "wrapper_invalid_after_the_arguments",
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}, "x": NaN}</tool_call>',
+            [abandoned("get_weather", '{"city": "Rome"}'), text(', "x": NaN}</tool_call>')],
+        ),
+        Row(
+            "arguments_before_the_name_reported_whole",
+            '<tool_call>{"arguments": {"city": "Rome"}, "name": "get_weather"}</tool_call>',
+            [call("get_weather", '{"city": "Rome"}')],
+        ),
+        Row(
+            "members_after_the_arguments",
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}, "id": 7}</tool_call>',
+            [call("get_weather", '{"city": "Rome"}')],
+        ),
+        Row(
+            "cut_after_the_arguments",
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}',
+            [abandoned("get_weather", '{"city": "Rome"}')],
+        ),
+        Row(
+            "marker_quoted_then_cut",
+            '<tool_call>{"name": "apply_patch", "arguments": {"input": "a <tool_call> b',
+            [abandoned("apply_patch", '{"input": "a '), text("<tool_call> b")],
+        ),
+        Row(
+            "part_of_a_marker_then_cut",
+            '<tool_call>{"name": "apply_patch", "arguments": {"input": "a </tool_ca',
+            [abandoned("apply_patch", '{"input": "a </tool_ca')],
+        ),
         as_text("missing_name", '<tool_call>{"arguments": {"city": "Rome"}}</tool_call>'),
         as_text("two_objects_in_one_call", '<tool_call>{"name": "get_time"}{"name": "get_time"}</tool_call>'),
         Row(
@@ -327,6 +414,7 @@ class Llama3(Writer):
     parser = "llama3_json"
     opener = "<|python_tag|>"
     closer = "<|eom_id|>"
+    streams = False
 
     def one(self, c: C) -> str:
         return f'{{"name": {json.dumps(c.written, ensure_ascii=False)}, "parameters": {c.args}}}'
@@ -397,7 +485,9 @@ def mistral_rows() -> list[Row]:
     old = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
     return [
         *common_rows(w),
-        restart_row(w, '[TOOL_CALLS]get_weather[ARGS]{"city": "Par'),
+        restart_row(
+            w, '[TOOL_CALLS]get_weather[ARGS]{"city": "Par', streamed=("get_weather", '{"city": "Par')
+        ),
         Row(
             "pre_v11_list",
             "Sure." + old,
@@ -442,6 +532,7 @@ DS_CB, DS_CE, DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>
 class DeepSeek(Writer):
     opener = DS_CB
     closer = DS_CE
+    section_end = DS_SE
 
     def __init__(self, parser: str, one: Callable[[C], str], between: str) -> None:
         self.parser = parser
@@ -482,7 +573,7 @@ def deepseek_rows(w: DeepSeek) -> list[Row]:
         Row(
             "section_cut_inside_second_call",
             DS_SB + paris + w.between + cut_rome,
-            [call("get_weather", PARIS.args), text(w.between + cut_rome)],
+            [call("get_weather", PARIS.args), text(w.between), abandoned("get_weather", '{"city": "Ro')],
         ),
         Row(
             "call_cut_before_its_end_marker",
@@ -548,6 +639,10 @@ class Kimi(Writer):
     parser = "kimi_k2"
     opener = K_CB
     closer = K_CE
+    section_end = K_SE
+
+    def call_id(self, c: C, index: int) -> str | None:
+        return f"functions.{c.written}:{index}"
 
     def one(self, c: C, index: int) -> str:
         return f"{K_CB}functions.{c.written}:{index}{K_ARG}{c.args}{K_CE}"
@@ -565,14 +660,18 @@ def kimi_rows() -> list[Row]:
     paris_call = call("get_weather", PARIS.args, "functions.get_weather:0")
     return [
         *common_rows(w),
-        restart_row(w, K_SB + K_CB + "functions.get_weather:0" + K_ARG + '{"city": "Pa'),
+        restart_row(
+            w,
+            K_SB + K_CB + "functions.get_weather:0" + K_ARG + '{"city": "Pa',
+            streamed=("get_weather", '{"city": "Pa'),
+        ),
         Row(
             "section_cut_keeps_complete_calls",
             K_SB + paris + time + K_CB + "functions.get_weather:2" + K_ARG + '{"city": "Ro',
             [
                 paris_call,
                 call("get_time", "{}", "functions.get_time:1"),
-                text(K_CB + "functions.get_weather:2" + K_ARG + '{"city": "Ro'),
+                abandoned("get_weather", '{"city": "Ro', "functions.get_weather:2"),
             ],
         ),
         Row("call_cut_before_its_end_marker", K_SB + paris[: -len(K_CE)], [paris_call]),
@@ -631,6 +730,7 @@ class Harmony(Writer):
     parser = "harmony"
     opener = CHANNEL
     closer = CALL
+    streams = False
 
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         markup = "".join(

@@ -1,4 +1,4 @@
-"""Hermes/Qwen ``<tool_call>`` JSON calls: reported whole, the moment they complete (SPEC P4).
+"""Hermes/Qwen ``<tool_call>`` JSON calls: done the moment they complete (SPEC P4).
 
 The table (``accord/replay/corpus/tools/hermes.json``) fixes what every output parses to and
 ``test_corpus_chunking`` checks it under every chunking; these tests pin *when* segments
@@ -7,7 +7,7 @@ come out while the text streams in.
 
 from __future__ import annotations
 
-from accord.pipeline.segments import Content, ToolCall
+from accord.pipeline.segments import AbandonedCall, Content, ToolCall, merge_segments
 from tests.parsers.json_tool_helpers import call_indices, parser, per_character
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -41,8 +41,15 @@ def test_zero_argument_call_has_empty_object_arguments() -> None:
     assert out == [ToolCall(name="get_time", arguments="{}")]
 
 
-def test_unterminated_call_at_the_end_is_released_as_text_verbatim() -> None:
-    """Output cut by the token budget inside a call is text, identical in stream and snapshot."""
+def test_call_cut_inside_its_arguments_is_abandoned_with_what_it_streamed() -> None:
+    """Output cut by the token budget inside streamed arguments ends the call unfinished, never done."""
     text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Pa'
+    segments = [s for _, s in per_character("hermes", text)]
+    assert merge_segments(segments) == [AbandonedCall(name="get_weather", arguments='{"city": "Pa')]
+
+
+def test_call_cut_before_its_arguments_is_released_as_text_verbatim() -> None:
+    """Before a call has streamed anything, markup that never becomes a call is text (SPEC P7)."""
+    text = '<tool_call>{"name": "get_weather", "argu'
     segments = [s for _, s in per_character("hermes", text)]
     assert "".join(s.text for s in segments if isinstance(s, Content)) == text

@@ -2,8 +2,8 @@
 
 The realistic outputs are measured by ``tests/benchmarks/test_parser_bench.py``; these are
 outputs built to defeat a parser that re-reads what it has consumed: one huge argument,
-openers restarted again and again, markup that keeps almost matching, long runs of
-whitespace where a closer is awaited. 400 KB may cost at most 12x 40 KB, streamed in
+openers restarted again and again, streamed calls abandoned again and again, markup that
+keeps almost matching, long runs of whitespace where a closer is awaited. 400 KB may cost at most 12x 40 KB, streamed in
 4-character chunks and whole (CPU time, best of interleaved rounds).
 """
 
@@ -38,6 +38,18 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ),
     ("tools", "hermes", "", '<tool_call>{"name": "get_time", "argu', ""),
     ("tools", "hermes", "", "<tool_call> tags ", ""),
+    # Streamed calls abandoned again and again: at a restart quoted in their arguments, at
+    # junk after a payload that arrived whole, at invalid JSON.
+    ("tools", "hermes", "", '<tool_call>{"name": "get_time", "arguments": {"a": "x ', ""),
+    ("tools", "deepseek_v31", "", "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{} x", ""),
+    ("tools", "mistral", "", '[TOOL_CALLS]get_time[ARGS]{"a": x', ""),
+    (
+        "tools",
+        "kimi_k2",
+        K_SB + K_CB + "functions.get_time:0" + K_ARG + '{"a": "',
+        "x <|tool_call_begin|> ",
+        "",
+    ),
     ("tools", "kimi_k2", "", K_SB + " \n", ""),
     ("tools", "kimi_k2", K_SB + K_CB + "functions.get_time:0" + K_ARG, '{"a": "<|tool_call_end|>"}, ', ""),
     ("tools", "llama3_json", "", '{"name": "get_time", "parameters": {}}; ', ""),

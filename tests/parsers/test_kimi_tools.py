@@ -10,6 +10,7 @@ from accord.events.generation import Finished
 from accord.events.response import Opened, ResponseEvent, fold
 from accord.pipeline.items import ItemTracker
 from accord.pipeline.parse import End
+from accord.pipeline.segments import AbandonedCall, ToolCall, merge_segments
 from tests.parsers.json_tool_helpers import OFFERED, parser
 
 SB, SE = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -45,4 +46,7 @@ def test_calls_before_a_cut_off_section_survive() -> None:
     p = parser("kimi_k2")
     out = p.feed(SB + f'{CB}functions.get_time:0{ARG}{{}}{CE}{CB}functions.get_weather:1{ARG}{{"ci')
     out += p.finish()
-    assert [getattr(s, "call_id", None) for s in out] == ["functions.get_time:0", None]
+    assert merge_segments(out) == [
+        ToolCall(name="get_time", arguments="{}", call_id="functions.get_time:0"),
+        AbandonedCall(name="get_weather", arguments='{"ci', call_id="functions.get_weather:1"),
+    ]

@@ -7,17 +7,21 @@
 
 There is no closer: a call ends with its JSON. A pre-v11 list is one block: it is reported
 only when every element is a valid call to a declared tool, otherwise all of it is text.
+
+A v11 call streams its arguments from their ``{`` (its header has named the tool). Pre-v11
+calls are reported whole: a list is all or nothing, and a single object may name its ``id``
+after its arguments, too late for the call's first event.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._callformat import CallFormat, resolve
+from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
 from accord.pipeline.tools._hermes import call_from_members, wrapper_call
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, array_elements, is_object, object_members
@@ -31,6 +35,24 @@ class MistralFormat(CallFormat):
     openers = ("[TOOL_CALLS]",)
     array_payload = True
     header_cap = 128
+    streams = True
+
+    @staticmethod
+    def _v11(header: str, tools: Sequence[ToolSpec]) -> tuple[str, str | None] | None:
+        """The declared name and the model's id a v11 header stands for."""
+        m = _V11_HEADER.fullmatch(header)
+        if m is None:
+            return None
+        name = resolve(m.group("name"), tools)
+        return None if name is None else (name, m.group("id"))
+
+    def stream_start(
+        self, opener: str, header: str, head: str, tools: Sequence[ToolSpec]
+    ) -> Opening | Literal["undecided"] | None:
+        if not header.strip() or not head.startswith("{"):
+            return None
+        named = self._v11(header, tools)
+        return None if named is None else Opening(named[0], named[1], 0)
 
     def calls(
         self,
@@ -43,13 +65,10 @@ class MistralFormat(CallFormat):
         if payload is None:
             return None
         if header.strip():
-            m = _V11_HEADER.fullmatch(header)
-            if m is None or not is_object(payload, decoded):
+            named = self._v11(header, tools)
+            if named is None or not is_object(payload, decoded):
                 return None
-            name = resolve(m.group("name"), tools)
-            if name is None:
-                return None
-            return [ToolCall(name=name, arguments=payload.strip(), call_id=m.group("id"))]
+            return [ToolCall(name=named[0], arguments=payload.strip(), call_id=named[1])]
         if payload.lstrip().startswith("{"):
             call = wrapper_call(payload, tools, call_id_key="id")
             return None if call is None else [call]
