@@ -13,7 +13,6 @@ from accord.adapters.requests import ResponsesRequest
 from accord.events.items import OutputItem, Usage
 from accord.events.wire import AnyWireEvent
 
-
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 
 
