@@ -52,6 +52,11 @@ class LocalEngine:
     prompt text is tokenised with special tokens recognised and no BOS added -- the chat template writes
     whatever markers the model expects. ``max_tokens`` unset means "until the context is full", which
     ends with reason ``length``; only a prompt that leaves no room at all is rejected.
+
+    Token counts: ``output_tokens`` counts every sampled token, including an end-of-turn token whose text
+    is not emitted (so it can be one more than the token ids the chunks carry); ``cached_tokens`` is the
+    prompt prefix found in the cache when the request was admitted. ``cache_key`` is not needed (one
+    cache serves every request) and ``required_tool`` is not enforced: decoding is unconstrained.
     """
 
     def __init__(
@@ -96,35 +101,39 @@ class LocalEngine:
         """
         path = packaged_model_path() if path is None else Path(path)
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        compute_threads = threads or len(os.sched_getaffinity(0))
         if dev.type == "cpu":
-            torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
+            torch.set_num_threads(compute_threads)
             dtype = torch.bfloat16
         else:
             dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         model_file = read_model_file(path)
         cfg = model_file.config
         tokenizer = Tokenizer(model_file.tokenizer)
+        chat_template, general_name = model_file.tokenizer.chat_template, model_file.name
         num_blocks = -(-kv_cache_tokens // block_size)
         # One block of the cache is kept out of reach of any single request, so a request that fills the
         # whole context can still be admitted next to nothing else.
         context = min(cfg.context_length, max_context or cfg.context_length, (num_blocks - 1) * block_size)
-        # The build is thousands of small memory-bound ops; one thread does them as fast as two on an
-        # idle machine and several times faster when the other core is busy (threads wait for each other).
-        compute_threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            weights = build_weights(model_file, dev, dtype, quantized=quantized)
-        finally:
-            torch.set_num_threads(compute_threads)
-        chat_template, general_name = model_file.tokenizer.chat_template, model_file.name
-        del model_file  # drops the file's memory map: only the built weights stay resident
-        release_freed_memory(collect=True)
-        cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
-        model = LlamaModel(cfg, weights, cache, dtype, context)
         pool = BlockPool(num_blocks, block_size)
-        scheduler = Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
+
+        def setup() -> tuple[LlamaModel, Scheduler]:
+            """Runs on the engine thread (see ``EngineCore``)."""
+            nonlocal model_file
+            # The build is thousands of small memory-bound ops: one thread does them as fast as two on
+            # an idle machine, and several times faster when the other core is busy.
+            torch.set_num_threads(1)
+            weights = build_weights(model_file, dev, dtype, quantized=quantized)
+            del model_file  # drops the file's memory map: only the built weights stay resident
+            release_freed_memory(collect=True)
+            if dev.type == "cpu":
+                torch.set_num_threads(compute_threads)
+            cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
+            model = LlamaModel(cfg, weights, cache, dtype, context)
+            return model, Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
+
         return cls(
-            core=EngineCore(model, scheduler, dev),
+            core=EngineCore(setup, dev),
             pool=pool,
             tokenizer=tokenizer,
             model_name=model_name or _QUANT_SUFFIX.sub("", path.stem),
