@@ -69,10 +69,10 @@ def test_a_request_waits_until_blocks_are_free() -> None:
     s.add(a)
     s.add(b)
     step(s)
-    assert a.phase is Phase.RUNNING and b.phase is Phase.WAITING  # 2 + 2 blocks + 1 spare do not fit
+    assert (a.phase, b.phase) == (Phase.RUNNING, Phase.WAITING)  # 2 + 2 blocks + 1 spare do not fit
     s.remove(a)
     step(s)
-    assert b.phase is Phase.RUNNING
+    assert (b.phase,) == (Phase.RUNNING,)
 
 
 def test_a_full_cache_preempts_the_newest_request_which_resumes_from_its_cached_blocks() -> None:
@@ -81,14 +81,14 @@ def test_a_full_cache_preempts_the_newest_request_which_resumes_from_its_cached_
     s.add(a)
     s.add(b)
     step(s)
-    assert a.phase is b.phase is Phase.RUNNING
+    assert (a.phase, b.phase) == (Phase.RUNNING, Phase.RUNNING)
     for _ in range(4):
         step(s)
     assert s.preemptions >= 1
-    assert b.phase is Phase.WAITING and b.blocks == []
+    assert (b.phase, b.blocks) == (Phase.WAITING, [])
     s.remove(a)
     step(s)
-    assert b.phase is Phase.RUNNING
+    assert (b.phase,) == (Phase.RUNNING,)
     assert b.computed > 0  # its full blocks were found in the prefix index again
 
 

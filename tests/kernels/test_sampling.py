@@ -16,7 +16,8 @@ def reference_filter(logits: list[float], top_k: int, top_p: float) -> set[int]:
         order = order[:top_k]
     weights = [math.exp(logits[i] - logits[order[0]]) for i in order]
     total = sum(weights)
-    kept, mass = [], 0.0
+    kept: list[int] = []
+    mass = 0.0
     for i, w in zip(order, weights, strict=True):
         if kept and mass >= top_p:
             break

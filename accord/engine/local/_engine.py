@@ -6,7 +6,7 @@ import importlib.util
 import os
 import re
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import anyio
@@ -194,7 +194,7 @@ class LocalEngine:
         """Stop the engine thread (blocking); running requests end with ``engine_error``."""
         self._core.close()
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationOutput]:
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         tok = self._tokenizer
         if request.prompt_token_ids is not None:
             ids = list(request.prompt_token_ids)
