@@ -50,21 +50,25 @@ class DenseLinear:
 
 
 class Int4Linear:
-    """A 4-bit matrix for CPU: packed for torch's int4 kernel, plus (if ``dense_path``) the nibbles.
+    """A 4-bit matrix for CPU, packed for torch's int4 kernel; ``dense`` dequantises it for prompts.
 
-    torch's packed layout is private to its kernel, so the dense path keeps GGML's nibbles as well (half
-    a byte a weight more); a matrix only ever used through ``matmul`` drops them.
+    torch's packed layout is private to its kernel. Where it is the one :func:`_read_packed` knows --
+    checked on this very matrix, at build time -- the dense path reads the packed copy and the matrix is
+    held once, at 4.5 bits a weight. Otherwise it keeps GGML's nibbles beside it (half a byte a weight
+    more). A matrix built with ``dense_path=False`` is only ever used through ``matmul``.
     """
 
     def __init__(self, blocks: Int4Blocks, *, dense_path: bool = True) -> None:
         if blocks.nibbles.device.type != "cpu":
             raise ValueError("Int4Linear is the CPU path; dequantise for other devices")
         self.rows = int(blocks.nibbles.shape[0])
-        values = unpack_int4(blocks.nibbles).to(torch.int32)
-        self.packed = torch._convert_weight_to_int4pack_for_cpu(values, 1)
+        values = unpack_int4(blocks.nibbles)
+        self.packed = torch._convert_weight_to_int4pack_for_cpu(values.to(torch.int32), 1)
         # torch's kernel wants [in / 32, out, (scale, zero)] in the activation dtype.
         self.scale_zero = torch.stack([blocks.scale, blocks.zero], dim=-1).transpose(0, 1).contiguous()
-        self.nibbles = blocks.nibbles if dense_path else None
+        self.dense_path = dense_path
+        self.reads_packed = dense_path and _layout_known(self.packed, values)
+        self.nibbles = blocks.nibbles if dense_path and not self.reads_packed else None
 
     @property
     def out_features(self) -> int:
@@ -74,12 +78,37 @@ class Int4Linear:
         return torch._weight_int4pack_mm_for_cpu(x, self.packed, GROUP, self.scale_zero)
 
     def dense(self) -> torch.Tensor:
-        if self.nibbles is None:
+        if not self.dense_path:
             raise RuntimeError("this matrix was built without its dense path")
         per_row = self.scale_zero.transpose(0, 1)
-        return dequantize_int4(
-            Int4Blocks(self.nibbles, per_row[..., 0], per_row[..., 1]), self.scale_zero.dtype
-        )
+        scale, zero = per_row[..., 0].unsqueeze(-1), per_row[..., 1].unsqueeze(-1)
+        if self.nibbles is not None:
+            return dequantize_int4(Int4Blocks(self.nibbles, per_row[..., 0], per_row[..., 1]), scale.dtype)
+        cols = self.packed.shape[1] * 2
+        w = _read_packed(self.packed, self.rows, cols, scale.dtype).view(self.rows, -1, GROUP)
+        return w.sub_(8).mul_(scale).add_(zero).view(self.rows, cols)
+
+
+# torch's AVX-512 packing: rows in blocks of 64; for each column k, 32 bytes whose low nibbles hold rows
+# 0..31 of the block and high nibbles rows 32..63.
+_PACK_ROWS = 64
+
+
+def _read_packed(packed: torch.Tensor, rows: int, cols: int, dtype: torch.dtype) -> torch.Tensor:
+    """Values 0..15 [rows, cols] of a matrix packed by ``_convert_weight_to_int4pack_for_cpu``, as ``dtype``."""
+    blocks = rows // _PACK_ROWS
+    src = packed.reshape(blocks, cols, 2, 16)
+    out = torch.empty(blocks, 2, 2, 16, cols, dtype=dtype, device=packed.device)
+    out[:, 0] = (src & 0x0F).permute(0, 2, 3, 1)
+    out[:, 1] = (src >> 4).permute(0, 2, 3, 1)
+    return out.view(rows, cols)
+
+
+def _layout_known(packed: torch.Tensor, values: torch.Tensor) -> bool:
+    rows, cols = values.shape
+    if rows % _PACK_ROWS or packed.numel() * 2 != rows * cols:
+        return False
+    return torch.equal(_read_packed(packed, rows, cols, torch.uint8), values)
 
 
 class StackedLinear:

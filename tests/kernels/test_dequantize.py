@@ -112,3 +112,15 @@ def test_stacked_row_blocks_multiply_like_the_whole_matrix() -> None:
     assert stacked.out_features == 128
     assert torch.equal(stacked.matmul(x), whole.matmul(x))
     assert torch.equal(stacked.dense(), whole.dense())
+
+
+@pytest.mark.parametrize("rows", [128, 96])
+def test_dense_path_reads_the_same_matrix_whichever_copy_it_keeps(rows: int) -> None:
+    """Row counts that are not whole 64-row packing blocks keep the nibbles; both give one matrix."""
+    raw = torch.from_numpy(quantized(QuantKind.Q4_1, rows=rows, cols=96, seed=7))
+    blocks = split_int4(raw, QuantKind.Q4_1)
+    linear = Int4Linear(blocks)
+    assert (linear.nibbles is None) == linear.reads_packed
+    if rows % 64:
+        assert not linear.reads_packed
+    assert torch.equal(linear.dense(), dequantize_int4(blocks))
