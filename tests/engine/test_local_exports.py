@@ -21,3 +21,14 @@ def test_importing_the_kernels_does_not_import_cupy() -> None:
 
     importlib.import_module("accord.kernels")
     assert "cupy" not in sys.modules
+
+
+def test_local_engine_speaks_the_engine_protocol() -> None:
+    """Checked by mypy: the assignment only type-checks if LocalEngine matches ``Engine``."""
+    from accord.engine.local import LocalEngine
+    from accord.engine.protocol import Engine
+
+    def as_engine(engine: LocalEngine) -> Engine:
+        return engine
+
+    assert callable(as_engine)
