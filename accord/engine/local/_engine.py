@@ -222,7 +222,7 @@ class LocalEngine:
             temperature=1.0 if s.temperature is None else max(0.0, s.temperature),
             top_p=1.0 if s.top_p is None else s.top_p,
             top_k=s.top_k or 0,
-            seed=secrets.randbits(63) if s.seed is None else s.seed,
+            seed=secrets.randbits(63) if s.seed is None else s.seed & ((1 << 63) - 1),
         )
         seq = Sequence(
             request_id=request.request_id,

@@ -60,13 +60,13 @@ class LlamaModel:
             q, k = rotated[:, :heads], rotated[:, heads:]
             write_kv(kv, batch.slots, k, qkv[:, (heads + kv_heads) * d :].view(n, kv_heads, d))
             attn = self._attention(q, kv, batch).reshape(n, heads * d)
-            x = x + _linear(attn, layer.out, batch.dense_rows).float()
+            x.add_(_linear(attn, layer.out, batch.dense_rows))
             h = rms_norm(x, layer.ffn_norm, cfg.norm_eps, self.dtype)
             gate_up = _linear(h, layer.gate_up, batch.dense_rows)
             act = F.silu(gate_up[:, : cfg.n_ff]) * gate_up[:, cfg.n_ff :]
-            x = x + _linear(act, layer.down, batch.dense_rows).float()
+            x.add_(_linear(act, layer.down, batch.dense_rows))
         if batch.logit_rows.numel() == 0:
-            return x.new_empty(0, self.config.vocab_size)
+            return x.new_empty(0, self.weights.head.out_features)
         last = rms_norm(x.index_select(0, batch.logit_rows), self.weights.norm, cfg.norm_eps)
         logits = self.weights.head.matmul(last.to(self.dtype)).float()
         return self._refine(logits, last)
