@@ -84,10 +84,8 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
         ids.extend(w.seq.tokens[w.start : w.start + w.length])
         positions.extend(range(w.start, w.start + w.length))
         slots.extend(_slots(w.seq.blocks, w.start, w.start + w.length, block_size))
-        table = w.seq.blocks[: -(-(w.start + w.length) // block_size)]
-        spans.append(
-            PromptSpan(begin, len(ids), w.start, torch.tensor(table, dtype=torch.int64, device=device))
-        )
+        table = _table(w.seq.blocks[: -(-(w.start + w.length) // block_size)], device)
+        spans.append(PromptSpan(begin, len(ids), w.start, table))
         if w.samples:
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
