@@ -6,7 +6,9 @@ kernels can run here at all. Tensors cross between torch and cupy through DLPack
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -43,7 +45,8 @@ extern "C" __global__ void dequant(const unsigned char* raw, float* out, long lo
     const unsigned char* qs = blk + (kind == 0 ? 2 : 4);
     unsigned int byte = qs[j & 15];
     float q = (float)(j < 16 ? (byte & 15u) : (byte >> 4));
-    out[i] = kind == 0 ? field(blk) * (q - 8.0f) : field(blk) * q + field(blk + 2);
+    // Rounded multiply then add, as numpy does it: a fused multiply-add would round differently.
+    out[i] = kind == 0 ? field(blk) * (q - 8.0f) : __fadd_rn(__fmul_rn(field(blk), q), field(blk + 2));
 }
 
 __device__ unsigned long long splitmix(unsigned long long z) {
@@ -119,6 +122,18 @@ def _cupy(t: torch.Tensor) -> Any:
     return cupy.from_dlpack(t)
 
 
+@contextlib.contextmanager
+def _on(t: torch.Tensor) -> Iterator[None]:
+    """Launch on ``t``'s device and on torch's current stream, so the kernel is ordered with torch's work."""
+    import cupy
+
+    with (
+        cupy.cuda.Device(t.device.index),
+        cupy.cuda.ExternalStream(torch.cuda.current_stream(t.device).cuda_stream),
+    ):
+        yield
+
+
 def dequantize(raw: torch.Tensor, kind: QuantKind) -> torch.Tensor:
     """Raw blocks [rows, row_bytes] (uint8, CUDA) -> float32 [rows, cols], same numbers as ggml."""
     if raw.device.type != "cuda" or raw.dtype != torch.uint8 or raw.dim() != 2:
@@ -128,9 +143,10 @@ def dequantize(raw: torch.Tensor, kind: QuantKind) -> torch.Tensor:
     out = torch.empty(rows, cols, dtype=torch.float32, device=raw.device)
     n = rows * cols
     grid = ((n + _THREADS - 1) // _THREADS,)
-    _module().get_function("dequant")(
-        grid, (_THREADS,), (_cupy(raw), _cupy(out), np.int64(n), np.int32(_KIND_CODE[kind]))
-    )
+    with _on(raw):
+        _module().get_function("dequant")(
+            grid, (_THREADS,), (_cupy(raw), _cupy(out), np.int64(n), np.int32(_KIND_CODE[kind]))
+        )
     return out
 
 
@@ -148,7 +164,8 @@ def gumbel_argmax(
     batch, vocab = logits.shape
     out = torch.empty(batch, dtype=torch.int64, device=logits.device)
     args = (_cupy(logits), _cupy(temperature.contiguous()), _cupy(seeds.contiguous()))
-    _module().get_function("gumbel_argmax")(
-        (batch,), (_THREADS,), (*args, _cupy(steps.contiguous()), _cupy(out), np.int32(vocab))
-    )
+    with _on(logits):
+        _module().get_function("gumbel_argmax")(
+            (batch,), (_THREADS,), (*args, _cupy(steps.contiguous()), _cupy(out), np.int32(vocab))
+        )
     return out
