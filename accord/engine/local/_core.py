@@ -54,10 +54,11 @@ class EngineStatistics:
 class EngineCore:
     """Starts the engine thread, which first runs ``setup`` to build the model, then serves requests.
 
-    All torch work happens on that one thread, the model build included. With OpenMP, every thread that
-    runs parallel torch ops gets its own team of worker threads; once a second team exists, the runtime
-    counts more threads than cores and makes workers sleep between ops instead of spinning, which made
-    each small op tens of microseconds slower -- single-stream decoding lost a third of its speed.
+    All torch work happens on that one thread, the model build included. Every thread that runs
+    parallel torch ops gets its own OpenMP team; measured on two cores, once a second thread had one, the
+    engine thread's small ops ran about as slowly as on one core (likely workers sleeping between ops
+    rather than spinning, with more OpenMP threads than cores) and single-stream decoding lost a third of
+    its speed. Building on the engine thread leaves it the only team.
     """
 
     def __init__(self, setup: Callable[[], tuple[LlamaModel, Scheduler]], device: torch.device) -> None:
