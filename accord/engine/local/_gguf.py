@@ -6,6 +6,8 @@ converts them, so the map can be dropped as soon as the weights are built.
 
 from __future__ import annotations
 
+import mmap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +75,8 @@ class ModelFile:
     config: LlamaConfig
     tokenizer: TokenizerData
     tensors: dict[str, RawTensor]
+    #: Drops the file pages read so far from this process's resident memory (see ``_Reader``).
+    drop_resident_pages: Callable[[], None] = lambda: None
 
 
 _KINDS: dict[Any, QuantKind | str] = {
@@ -99,6 +103,16 @@ class _Reader(gguf.GGUFReader):
     @data.setter
     def data(self, value: np.ndarray[Any, Any]) -> None:
         self._plain = value.view(np.ndarray)
+        self._map = getattr(value, "_mmap", None)
+
+    def drop_resident_pages(self) -> None:
+        """Let the kernel drop the pages read so far from this process (they stay in the page cache).
+
+        Pages of a file mapping count as resident memory once touched; without this, building the
+        weights would hold the whole file resident on top of the weights built from it.
+        """
+        if isinstance(self._map, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
 
 
 # Types the gguf package dequantises (in numpy, at load time) beyond the ones kept as they are.
@@ -175,4 +189,11 @@ def read_model_file(path: Path) -> ModelFile:
         shape = tuple(int(n) for n in reversed(t.shape.tolist()))
         tensors[t.name] = RawTensor(t.name, kind, shape, t.data, int(t.tensor_type))
     name = str(_field(reader, "general.name") or path.stem)
-    return ModelFile(path=path, name=name, config=config, tokenizer=tokenizer, tensors=tensors)
+    return ModelFile(
+        path=path,
+        name=name,
+        config=config,
+        tokenizer=tokenizer,
+        tensors=tensors,
+        drop_resident_pages=reader.drop_resident_pages,
+    )

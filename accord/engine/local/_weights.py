@@ -20,7 +20,7 @@ import torch
 from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
 from accord.kernels import cuda
 from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
-from accord.kernels.quant import QuantKind, dequantize, quantize_int4, split_int4
+from accord.kernels.quant import Int4Blocks, QuantKind, dequantize, quantize_int4, split_int4
 
 HEAD_CHUNK_ROWS = 4096
 
@@ -154,6 +154,7 @@ def build_weights(
             )
         )
         release_freed_memory()
+        model.drop_resident_pages()
     factors = tensors.get("rope_freqs.weight")
     embd = get("token_embd.weight")
     embedding = _embedding(embd, device, dtype)
@@ -187,8 +188,9 @@ def _head(
         if raw.kind in (QuantKind.Q4_0, QuantKind.Q4_1):
             assert isinstance(raw.kind, QuantKind)
             blocks = split_int4(rows.raw.index_select(0, ids), raw.kind, dtype)
-        else:
-            blocks = quantize_int4(rows.lookup(ids), dtype)
+        else:  # a quarter of a piece at a time: the float32 temporaries are the load's memory peak
+            quarters = [quantize_int4(rows.lookup(q), dtype) for q in ids.chunk(4)]
+            blocks = Int4Blocks(*(torch.cat(field) for field in zip(*quarters, strict=True)))
         parts.append(Int4Linear(blocks, dense_path=False))
         release_freed_memory()
     return StackedLinear(parts)
