@@ -95,9 +95,14 @@ class LocalEngine:
     ) -> LocalEngine:
         """Read a GGUF file (default: the packaged SmolLM2) and start the engine thread.
 
-        ``quantized`` keeps 4-bit matrices 4-bit on CPU (the default); False makes every matrix dense
-        bf16, which is what a GPU runs (about 250 MB more for SmolLM2, and slower decoding on CPU).
-        ``kv_cache_tokens`` sizes the paged cache; the context is capped to fit in it.
+        Blocking (a couple of seconds for SmolLM2): from an event loop, call it in a worker thread.
+        ``device`` defaults to CUDA when torch sees one, else CPU, where ``threads`` (default: the
+        cores this process may use) sets torch's thread count. ``max_batch`` caps the requests running
+        at once (the rest wait in order); ``kv_cache_tokens`` sizes the paged cache, in positions, and
+        the context is capped to fit in it, as it is to ``max_context``; ``chunk_tokens`` is the prompt
+        slice one step takes. ``quantized`` keeps 4-bit matrices 4-bit on CPU (the default); False makes
+        every matrix dense bf16, which is what a GPU runs (about 250 MB more for SmolLM2, and slower
+        decoding on CPU). ``model_name`` defaults to the file name without its quantisation suffix.
         """
         path = packaged_model_path() if path is None else Path(path)
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
