@@ -22,8 +22,12 @@ def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, bool]:
 
 
 def whole(stops: tuple[str, ...], text: str) -> tuple[str, bool]:
-    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
-    return (text[: min(hits)], True) if hits else (text, False)
+    """Character by character: stop where a stop string is first completed, cutting the longest."""
+    for end in range(1, len(text) + 1):
+        done = [s for s in stops if s and text[:end].endswith(s)]
+        if done:
+            return text[: end - max(len(s) for s in done)], True
+    return text, False
 
 
 @given(
@@ -37,6 +41,11 @@ def test_streamed_stop_matching_equals_matching_the_whole_text(
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert feed_all(tuple(stops), pieces) == whole(tuple(stops), text)
+
+
+def test_the_first_completed_stop_string_wins_even_if_a_longer_one_started_earlier() -> None:
+    matcher = StopMatcher(("a", "\naa"))
+    assert matcher.feed("\naa") == "\n"
 
 
 def test_text_that_might_start_a_stop_string_is_held_back() -> None:

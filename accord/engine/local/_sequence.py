@@ -18,7 +18,10 @@ from accord.kernels.sampling import SamplingRow
 
 
 class StopMatcher:
-    """Finds the first stop string in streamed text, releasing only text that cannot start one."""
+    """Finds the first stop string in streamed text, releasing only text that cannot start one.
+
+    "First" means first completed: the result is the same however the text is cut into pieces.
+    """
 
     def __init__(self, stops: tuple[str, ...]) -> None:
         self._stops = tuple(s for s in stops if s)
@@ -29,11 +32,13 @@ class StopMatcher:
         if not self._stops:
             return text
         held = self._held + text
-        hits = [i for i in (held.find(s) for s in self._stops) if i >= 0]
+        # Generation would have stopped where the first stop string was completed, whatever came after
+        # in this piece; if two complete there, the longer one (starting earlier) is cut.
+        hits = [(i + len(s), i) for s in self._stops if (i := held.find(s)) >= 0]
         if hits:
             self.stopped = True
             self._held = ""
-            return held[: min(hits)]
+            return held[: min(hits)[1]]
         keep = 0
         for stop in self._stops:
             for n in range(min(len(stop) - 1, len(held)), keep, -1):
