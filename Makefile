@@ -30,7 +30,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy accord
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 test: lint typecheck pytest
 
