@@ -30,7 +30,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy accord
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=25 tests
+	$(BIN)/python -m pytest -q --durations=25 -m 'not benchmark' tests
 
 test: lint typecheck pytest
 
