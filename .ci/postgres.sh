@@ -23,13 +23,15 @@ start() {
     bin="$(find_bin)"
   fi
   id -u postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+  run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+  # A server left by an earlier run holds the port: stop it (pg_ctl refuses to run as root).
   if [ -f "$root/data/postmaster.pid" ]; then
-    "$bin/pg_ctl" -D "$root/data" stop -m fast >/dev/null 2>&1 || true
+    run_pg "'$bin/pg_ctl' -D '$root/data' stop -m fast -w" >/dev/null 2>&1 \
+      || kill "$(head -n 1 "$root/data/postmaster.pid")" 2>/dev/null || true
   fi
   rm -rf "$root"
   mkdir -p "$root"
   chown postgres "$root"
-  run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
   run_pg "'$bin/initdb' -D '$root/data' -U postgres --auth=trust -E UTF8 >/dev/null"
   run_pg "'$bin/pg_ctl' -D '$root/data' -l '$root/log' -w -o \"-p $port -k $root -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off\" start >/dev/null"
   run_pg "'$bin/createdb' -h 127.0.0.1 -p $port -U postgres accord_test"
