@@ -23,9 +23,11 @@ CHUNKS = 20
 
 @pytest.mark.benchmark
 @pytest.mark.parametrize("worker_class", ["asyncio", "trio"])
-def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str) -> None:
+@pytest.mark.parametrize("store", ["none", "sqlite"])  # sqlite: the default file in the data dir
+def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str, store: str) -> None:
     rules = [{"output": "x" * (CHUNKS * 4), "chunk_chars": 4, "chunk_delay_s": 0.005}]
-    settings = scripted_settings(write_script(tmp_path, rules), worker_class=worker_class)
+    extra = {"store": "none"} if store == "none" else {}
+    settings = scripted_settings(write_script(tmp_path, rules), worker_class=worker_class, **extra)
     gaps: list[float] = []
     events = 0
     runs: dict[int, tuple[list[float], int, float]] = {}
@@ -64,7 +66,7 @@ def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str) -> Non
     single, _, _ = runs[1]
     many, count, wall = runs[STREAMS]
     print(
-        f"\nserving ({worker_class}): {STREAMS} streams x {CHUNKS} chunks, {count} events in {wall:.2f} s "
+        f"\nserving ({worker_class}, store {store}): {STREAMS} streams x {CHUNKS} chunks, {count} events in {wall:.2f} s "
         f"= {count / wall:,.0f} events/s; gap p50 {statistics.median(many) * 1000:.1f} ms, "
         f"p99 {p(many, 0.99):.1f} ms (target p99 < 50 ms); one stream alone: p99 {p(single, 0.99):.1f} ms"
     )
