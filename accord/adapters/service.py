@@ -11,7 +11,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
@@ -61,7 +61,7 @@ class Service:
     tools: ToolParserFactory
     sealer: Sealer | None = None
     keepalive_interval: float = 10.0
-    web_search: str = "refuse"
+    web_search: Literal["refuse", "drop"] = "refuse"
     vision: bool = False
     observers: Callable[[], list[RunObserver]] = list
     new_id: Callable[[str], str] = new_id
@@ -128,7 +128,7 @@ class Service:
         """The request normalised, with the history it continues (what ``prepare`` renders)."""
         history = await self.history(request)
         options = NormalizeOptions(
-            web_search=self.web_search,  # type: ignore[arg-type]
+            web_search=self.web_search,
             vision=self.vision,
             sealer=self.sealer,
             references=await self.references(referenced_ids(request)),

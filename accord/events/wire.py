@@ -320,13 +320,10 @@ class EventLog:
         self.events.append(event)
         wire = project(event, self.snapshot, open_before)
         if isinstance(event, Opened):
-            self.opening = snapshot_body_copy(wire[0])
+            created = wire[0]
+            assert isinstance(created, ResponseCreated)
+            self.opening = created.response
         return wire
-
-
-def snapshot_body_copy(created: WireEvent) -> dict[str, Any]:
-    assert isinstance(created, ResponseCreated)
-    return created.response
 
 
 def keepalive_event(log: EventLog) -> ResponseInProgress:

@@ -96,7 +96,7 @@ def _service_for(options: dict[str, Any], cache: dict[str, _ReplayService]) -> _
             tools=tool_parser(tool_name),
             sealer=None,
             keepalive_interval=float(options.get("keepalive_interval") or 10.0),
-            web_search=str(options.get("web_search") or "refuse"),
+            web_search="drop" if options.get("web_search") == "drop" else "refuse",
             vision=bool(options.get("vision")),
         )
         cache[key] = service
