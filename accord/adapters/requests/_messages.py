@@ -135,9 +135,7 @@ def _part(block: TextBlock | ImageBlock | DocumentBlock) -> rw.ContentPart:
 
 def _wrong_role(block: ContentBlock, role: str, where: str) -> RequestError:
     kind = rw.tag_of(block)
-    return RequestError(
-        f"A '{kind}' block cannot appear in {role} message ({where}).", param=f"{where}.type"
-    )
+    return RequestError(f"A '{kind}' block cannot appear in {role} message ({where}).", param=f"{where}.type")
 
 
 def _items(message: MessageParam, path: str) -> Iterator[tuple[rw.InputItem, str]]:
