@@ -270,6 +270,14 @@ def chat_completion(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def chat_failure(snapshot: Snapshot) -> tuple[int, dict[str, Any]]:
+    """A run that failed before anything was sent: the HTTP status and OpenAI's error body."""
+    error = snapshot.error or {"code": "cancelled", "message": "The response was cancelled."}
+    code, message = str(error["code"]), str(error["message"])
+    status, _ = ERROR_STATUS.get(code, (500, "server_error"))
+    return status, {"error": error_object(code, message)}
+
+
 # --- framing ---------------------------------------------------------------------------------
 
 _json = msgspec.json.Encoder()

@@ -311,6 +311,24 @@ def message_body(snapshot: Snapshot) -> dict[str, Any]:
     return _message(snapshot, content=content, stop=stop_reason(snapshot), usage=snapshot.usage)
 
 
+def messages_failure(snapshot: Snapshot) -> tuple[int, dict[str, Any]]:
+    """A run that failed before anything was sent: the HTTP status and Anthropic's error body.
+
+    This is how an over-long prompt must reach Claude Code: a 400 whose message is
+    :func:`prompt_too_long`, so the edge holds the response head until the engine's first
+    event is known (as ``/v1/completions`` does).
+    """
+    error = snapshot.error or {"code": "cancelled", "message": "The response was cancelled."}
+    code = str(error["code"])
+    status = FAILURE_STATUS.get(code, 500)
+    return status, error_body(failure_message(code, str(error["message"]), snapshot.usage), status=status)
+
+
+def count_tokens_body(input_tokens: int) -> dict[str, Any]:
+    """``POST /v1/messages/count_tokens``: the prompt's size as the engine counts it."""
+    return {"input_tokens": input_tokens}
+
+
 # --- framing ---------------------------------------------------------------------------------
 
 _json = msgspec.json.Encoder()
