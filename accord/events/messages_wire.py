@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from accord.events._jsonprefix import JsonPrefix
 from accord.events.items import (
     CustomToolCallItem,
     FunctionCallItem,
@@ -199,12 +200,17 @@ def _first_block(item: OutputItem) -> dict[str, Any]:
     return {"type": "tool_use", "id": item.call_id, "name": _qualified(item), "input": {}}
 
 
+def _whole_object(arguments: str) -> bool:
+    """The arguments are one complete JSON object that a Messages client can parse too."""
+    scanner = JsonPrefix()
+    return scanner.feed(arguments) and scanner.complete
+
+
 def _tool_input(arguments: str) -> dict[str, Any]:
     """A call's input object; arguments that are not (yet) one JSON object give ``{}``."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
+    if not _whole_object(arguments):
         return {}
+    value = json.loads(arguments)
     return value if isinstance(value, dict) else {}
 
 
@@ -213,6 +219,9 @@ class MessagesProjection:
 
     def __init__(self) -> None:
         self._open: set[int] = set()
+        #: Per function call: its arguments checked so far, and how many characters went out.
+        self._scanners: dict[int, JsonPrefix] = {}
+        self._sent: dict[int, int] = {}
 
     def feed(self, event: ResponseEvent, snapshot: Snapshot) -> list[MessagesEvent]:
         match event:
@@ -226,12 +235,14 @@ class MessagesProjection:
             case ArgumentsAppended():
                 if isinstance(snapshot.items[event.output_index].first, CustomToolCallItem):
                     return []  # a custom tool's input is one string, sent whole when the call closes
-                delta = {"type": "input_json_delta", "partial_json": event.delta}
-                return [ContentBlockDelta(index=event.output_index, delta=delta)]
+                return self._arguments(event.output_index, event.delta)
             case Opened():
                 return [MessageStart(message=_message(snapshot, content=[], stop=None, usage=None))]
             case ItemAdded():
                 self._open.add(event.output_index)
+                if isinstance(event.item, FunctionCallItem):
+                    self._scanners[event.output_index] = JsonPrefix()
+                    self._sent[event.output_index] = 0
                 return [ContentBlockStart(index=event.output_index, content_block=_first_block(event.item))]
             case PartAdded():
                 return []
@@ -253,6 +264,14 @@ class MessagesProjection:
                 return [ErrorEvent(error=error_body("The response was cancelled.", status=500)["error"])]
         raise TypeError(f"cannot project {event!r}")
 
+    def _arguments(self, index: int, delta: str) -> list[MessagesEvent]:
+        """Argument text goes out only while it stays the start of a JSON object (``_jsonprefix``)."""
+        scanner = self._scanners[index]
+        if scanner.broken or not scanner.feed(delta):
+            return []
+        self._sent[index] += len(delta)
+        return [ContentBlockDelta(index=index, delta={"type": "input_json_delta", "partial_json": delta})]
+
     def _stop(self, event: ItemClosed, snapshot: Snapshot) -> list[MessagesEvent]:
         index = event.output_index
         self._open.discard(index)
@@ -264,6 +283,14 @@ class MessagesProjection:
                     index=index, delta={"type": "signature_delta", "signature": event.encrypted_content}
                 )
             )
+        elif index in self._scanners and self._scanners[index].broken and event.status == "completed":
+            # Held back while it did not look like JSON; the whole call is, so the rest goes now.
+            arguments = snapshot.arguments(index)
+            if _whole_object(arguments):
+                rest = arguments[self._sent[index] :]
+                out.append(
+                    ContentBlockDelta(index=index, delta={"type": "input_json_delta", "partial_json": rest})
+                )
         elif isinstance(first, CustomToolCallItem):
             whole = json.dumps({"input": snapshot.arguments(index)}, ensure_ascii=False)
             out.append(

@@ -109,7 +109,15 @@ def _check_all(run: Projected, *, include_usage: bool) -> None:
     check_messages(run.messages)
     view = _responses_view(final)
     assert _chat_stream_view(run.chat) == view
-    assert _messages_stream_view(run.messages) == view
+    text, reasoning, calls = _messages_stream_view(run.messages)
+    assert (text, reasoning) == view[:2]
+    # A Messages client parses tool input as it streams, so argument text that stopped being
+    # JSON is held back: an unfinished call's input is a prefix of its arguments there.
+    statuses = [item["status"] for item in final["output"] if item["type"] == "function_call"]
+    assert len(calls) == len(view[2]) == len(statuses)
+    for (cid, name, args), (rid, rname, rargs), status in zip(calls, view[2], statuses, strict=True):
+        assert (cid, name) == (rid, rname)
+        assert args == rargs if status == "completed" else rargs.startswith(args)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -216,3 +224,23 @@ def test_thinking_is_signed_and_the_tool_use_input_is_the_parsed_arguments() -> 
         if e["type"] == "content_block_delta" and e["delta"]["type"] == "signature_delta"
     ]
     assert [e["delta"]["signature"] for e in signatures] == [blocks[0]["signature"]]
+
+
+def test_arguments_that_stop_being_json_are_held_back_from_messages_clients() -> None:
+    """Found by the accumulator property: a raw newline in a string is streamed by the tool parser
+    before the call is abandoned; sent on, it would make anthropic's accumulator raise mid-stream."""
+    run = run_rule(
+        Rule(
+            output='<tool_call>{"name": "get_weather", "arguments": {"city": "Ro\nme"}}</tool_call>',
+            chunk_chars=3,
+        )
+    )
+    assert run.snapshot.output()[0].status == "incomplete"
+    sent = "".join(
+        e["delta"]["partial_json"]
+        for e in run.messages
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+    )
+    assert sent == '{"city": "Ro'
+    final = messages_sdk_final(run.messages)
+    assert final.content[0].type == "tool_use" and final.content[0].input == {}
