@@ -244,3 +244,37 @@ def test_arguments_that_stop_being_json_are_held_back_from_messages_clients() ->
     assert sent == '{"city": "Ro'
     final = messages_sdk_final(run.messages)
     assert final.content[0].type == "tool_use" and final.content[0].input == {}
+
+
+def test_a_stateless_client_replaying_our_thinking_block_renders_the_exact_reasoning() -> None:
+    """The body's thinking block, handed back as a Claude Code turn, is the same reasoning in the prompt."""
+    from accord.adapters.requests import (
+        NormalizeOptions,
+        RequestLimits,
+        decode_messages_request,
+        normalize_messages,
+    )
+    from tests.protocols.runs import SEALER
+
+    run = run_rule(Rule(output="<think>step one\nstep two</think>" + CALL, chunk_chars=5))
+    body = run.message_body()
+    tool_use = body["content"][1]
+    follow_up = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": body["content"]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": tool_use["id"], "content": "sunny"}],
+            },
+        ],
+    }
+    request = decode_messages_request(json.dumps(follow_up).encode(), RequestLimits())
+    conversation = normalize_messages(request, options=NormalizeOptions(sealer=SEALER))
+    assistant = next(m for m in conversation.messages if m.role == "assistant")
+    assert assistant.reasoning == "step one\nstep two"
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in assistant.tool_calls] == [
+        (tool_use["id"], "get_weather", {"city": "Paris", "days": 2})
+    ]
