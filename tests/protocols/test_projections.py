@@ -17,10 +17,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from accord.adapters.requests import (
+    NormalizeOptions,
+    RequestLimits,
+    decode_messages_request,
+    normalize_messages,
+)
 from accord.engine.scripted import Fail, Rule
 from tests.oracle import check_stream
 from tests.protocols.clients import chat_sdk_final, check_chat, check_messages, messages_sdk_final
-from tests.protocols.runs import Projected, project, run_rule
+from tests.protocols.runs import SEALER, Projected, project, run_rule
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>'
 pieces = st.sampled_from(
@@ -248,13 +254,6 @@ def test_arguments_that_stop_being_json_are_held_back_from_messages_clients() ->
 
 def test_a_stateless_client_replaying_our_thinking_block_renders_the_exact_reasoning() -> None:
     """The body's thinking block, handed back as a Claude Code turn, is the same reasoning in the prompt."""
-    from accord.adapters.requests import (
-        NormalizeOptions,
-        RequestLimits,
-        decode_messages_request,
-        normalize_messages,
-    )
-    from tests.protocols.runs import SEALER
 
     run = run_rule(Rule(output="<think>step one\nstep two</think>" + CALL, chunk_chars=5))
     body = run.message_body()
