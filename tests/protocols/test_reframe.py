@@ -64,7 +64,7 @@ def test_messages_bytes_decode_to_the_projection_with_pings_while_the_engine_is_
     decoded = list(AnthropicDecoder().iter_bytes(iter([raw])))
     assert run.keepalives_sent >= 1
     assert [e.event for e in decoded].count("ping") == run.keepalives_sent
-    assert decoded[0].event == "message_start" and decoded[1].event == "ping"
+    assert decoded[0].event == "message_start"
     data = [e.json() for e in decoded if e.event != "ping"]
     assert all(
         e.event == d["type"] for e, d in zip([e for e in decoded if e.event != "ping"], data, strict=True)
