@@ -41,7 +41,10 @@ def _modules(package: str) -> list[Path]:
         ("pipeline/reasoning", ("anyio", "hypercorn", "torch", "trio", "accord.adapters", "accord.engine")),
         ("pipeline/tools", ("anyio", "hypercorn", "torch", "trio", "accord.adapters", "accord.engine")),
         ("pipeline", ("hypercorn", "torch", "accord.adapters")),
-        ("engine", ("hypercorn", "accord.adapters", "accord.config", "accord.events.wire", "accord.pipeline")),
+        (
+            "engine",
+            ("hypercorn", "accord.adapters", "accord.config", "accord.events.wire", "accord.pipeline"),
+        ),
         ("adapters/store", ("accord.adapters.http", "accord.adapters.build", "accord.config")),
         ("kernels", ("hypercorn", "accord.adapters", "accord.events", "accord.pipeline")),
     ],
@@ -117,6 +120,8 @@ def test_the_error_tree_drawing_names_every_public_class() -> None:
     defined = [
         name
         for name, value in vars(errors).items()
-        if isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == errors.__name__
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and value.__module__ == errors.__name__
     ]
     assert defined and all(name in drawing for name in defined)
