@@ -1,7 +1,9 @@
-"""The import layering of ARCHITECTURE.md, checked on the real import graph.
+"""The import layering of docs/architecture.md, checked on the real import graph.
 
 `events/` and the parsers stay free of anyio, hypercorn and torch; nothing below
-`adapters/` imports `adapters`; `engine` and `kernels` know nothing of HTTP or the wire.
+`adapters/` imports `adapters`; `engine` and `kernels` know nothing of HTTP, the wire or
+configuration. The same rules, with the layers and "no cycles anywhere", are import-linter
+contracts in pyproject.toml, run here and by `make lint`.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _modules(package: str) -> list[Path]:
     ],
 )
 def test_package_imports_stay_below_its_layer(package: str, forbidden: tuple[str, ...]) -> None:
-    """Each layer imports only what sits below it (ARCHITECTURE "Imports point down")."""
+    """Each layer imports only what sits below it (docs/architecture.md "Imports point down")."""
     offenders = [
         f"{path.relative_to(ROOT)} imports {name}"
         for path in _modules(package)

@@ -303,7 +303,7 @@ class Snapshot:
         return [item.materialise() for item in self.items]
 
     def body(self, *, with_output: bool = True) -> dict[str, Any]:
-        """The Response object (protocol.md A3) as of this point of the fold."""
+        """The Response object (docs/spec.md A3) as of this point of the fold."""
         body: dict[str, Any] = {
             "id": self.response_id,
             "object": "response",

@@ -31,7 +31,7 @@ ToolKind = Literal["function", "custom"]
 
 
 class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One tool offered to the model, in the flat shape every parser reads (protocol.md B14 #10)."""
+    """One tool offered to the model, in the flat shape every parser reads (docs/model-formats.md B14 #10)."""
 
     #: The name as offered to the model: ``tool`` or ``namespace.tool``.
     name: str

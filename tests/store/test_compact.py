@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from accord.adapters.http.compact import SUMMARY_PREFIX
 
+from accord.adapters.http.compact import SUMMARY_PREFIX
 from tests.serving import Server
 from tests.store.records import prompts, recording_server
 
