@@ -32,10 +32,8 @@ def client_gone(ex: Exchange) -> Watcher:
     return watch
 
 
-class SseFraming:
-    """``stream: true``: every batch as SSE frames, and a clean end of the body."""
-
-    streaming = True
+class _OnExchange:
+    """A framing that answers one HTTP exchange: its status is the exchange's."""
 
     def __init__(self, ex: Exchange) -> None:
         self.ex = ex
@@ -43,6 +41,12 @@ class SseFraming:
     @property
     def status(self) -> int:
         return self.ex.status
+
+
+class SseFraming(_OnExchange):
+    """``stream: true``: every batch as SSE frames, and a clean end of the body."""
+
+    streaming = True
 
     async def open(self, run: ResponseRun) -> None:
         await self.ex.start_sse()
@@ -56,17 +60,10 @@ class SseFraming:
             await self.ex.end_sse()
 
 
-class JsonFraming:
+class JsonFraming(_OnExchange):
     """``stream: false``: nothing while the run goes, then the fold as one body (or its error)."""
 
     streaming = False
-
-    def __init__(self, ex: Exchange) -> None:
-        self.ex = ex
-
-    @property
-    def status(self) -> int:
-        return self.ex.status
 
     async def open(self, run: ResponseRun) -> None:
         return None
