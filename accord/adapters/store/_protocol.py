@@ -8,12 +8,9 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from accord.adapters.store._records import ResponseRecord, StoredItem
+from accord.errors import StoreError
 
 Order = Literal["asc", "desc"]
-
-
-class StoreError(Exception):
-    """Base of what a store reports to its callers on purpose."""
 
 
 class ChainBroken(StoreError):

@@ -1,19 +1,18 @@
 """A stored log back onto the wire, numbered as it was first sent (SPEC S2, W4).
 
 The stream is a projection of the log, so replaying is projecting again: each event is
-folded and projected exactly as it was live, and the keepalives are put back at the
-sequence numbers they took. The replayed frames are therefore the bytes the client
-originally received, keepalives included.
+folded and projected exactly as it was live, and the same :class:`Sequencer` numbers it,
+with the keepalives put back at the sequence numbers they took. The replayed frames are
+therefore the bytes the client originally received, keepalives included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import msgspec
-
 from accord.events.response import ResponseEvent
-from accord.events.wire import EventLog, ResponseInProgress, WireEvent
+from accord.events.wire import EventLog, WireEvent, keepalive_event
+from accord.pipeline.sequencer import Sequencer
 
 
 def replay(events: Iterable[ResponseEvent], keepalive_seqs: Sequence[int]) -> list[WireEvent]:
@@ -23,17 +22,13 @@ def replay(events: Iterable[ResponseEvent], keepalive_seqs: Sequence[int]) -> li
     for event in events:
         projected.extend(log.append(event))
     keepalives = set(keepalive_seqs)
+    sequencer = Sequencer()
     out: list[WireEvent] = []
-    pending = iter(projected)
-    remaining = len(projected)
-    seq = 0
-    while remaining:
-        if seq in keepalives and log.opening is not None:
-            out.append(ResponseInProgress(response=log.opening, sequence_number=seq))
-        else:
-            out.append(msgspec.structs.replace(next(pending), sequence_number=seq))
-            remaining -= 1
-        seq += 1
+    for wire in projected:
+        # A keepalive never comes before the opening (the log says so), nor after the end.
+        while sequencer.next in keepalives and log.opening is not None:
+            out.append(sequencer.stamp(keepalive_event(log)))
+        out.append(sequencer.stamp(wire))
     return out
 
 
