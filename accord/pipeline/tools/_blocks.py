@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import MarkerFinder, MarkerSet
+from accord.pipeline.holdback import MarkerFinder, MarkerSet, find_first
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
@@ -162,11 +162,7 @@ class BlockToolParser:
             if finder is not None:
                 pos, marker = finder.find(i)
             else:
-                pos, marker = -1, ""
-                for candidate in self._all:
-                    at = buf.find(candidate, i)
-                    if at >= 0 and (pos < 0 or at < pos or (at == pos and len(candidate) > len(marker))):
-                        pos, marker = at, candidate
+                pos, marker = find_first(buf, self._all, i)
             if pos < 0:
                 break
             i = pos + len(marker)
