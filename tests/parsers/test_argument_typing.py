@@ -158,8 +158,8 @@ _CALLS = {
     "qwen3_coder": "<tool_call>\n<function=t>\n<parameter=x>\n5\n</parameter>\n</function>\n</tool_call>",
     "glm47": "<tool_call>t<arg_key>x</arg_key><arg_value>5</arg_value></tool_call>",
     "deepseek_v32": (
-        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"t\">\n"
-        "<｜DSML｜parameter name=\"x\" string=\"false\">5</｜DSML｜parameter>\n"
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="t">\n'
+        '<｜DSML｜parameter name="x" string="false">5</｜DSML｜parameter>\n'
         "</｜DSML｜invoke>\n</｜DSML｜function_calls>"
     ),
 }

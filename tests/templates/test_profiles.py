@@ -6,7 +6,7 @@ import pytest
 
 from accord.adapters.templates import PROFILES, detect_family, resolve_profile
 
-REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "harmony", "mistral"}
+REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "kimi_k2", "harmony", "mistral"}
 TOOLS = {
     "none", "glm45", "glm47", "hermes", "qwen3_coder", "deepseek_v3", "deepseek_v31",
     "deepseek_v32", "kimi_k2", "harmony", "llama3_json", "mistral",
@@ -25,7 +25,7 @@ TOOLS = {
         ("deepseek_v32", "deepseek_v3", "deepseek_v32"),
         ("glm45", "glm45", "glm45"),
         ("glm47", "glm47", "glm47"),
-        ("kimi_k2", "glm45", "kimi_k2"),
+        ("kimi_k2", "kimi_k2", "kimi_k2"),
         ("gpt_oss", "harmony", "harmony"),
         ("llama3", "none", "llama3_json"),
         ("mistral", "mistral", "mistral"),

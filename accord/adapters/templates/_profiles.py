@@ -55,9 +55,9 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(name="glm45", reasoning_parser="glm45", tool_parser="glm45", stop=_GLM_STOP),
         Profile(name="glm47", reasoning_parser="glm47", tool_parser="glm47", stop=_GLM_STOP),
-        # Kimi-K2 Thinking writes <think> itself and K2-Instruct never does: the splitter that
-        # opens only at a leading tag (glm45's) reads both without hiding an answer as reasoning.
-        Profile(name="kimi_k2", reasoning_parser="glm45", tool_parser="kimi_k2", stop=_IM_END),
+        # K2-Instruct never thinks; K2 Thinking / K2.6 templates prefill <think> when thinking
+        # is on (the rendered prompt's tail says so, see ``Start``).
+        Profile(name="kimi_k2", reasoning_parser="kimi_k2", tool_parser="kimi_k2", stop=_IM_END),
         Profile(
             name="gpt_oss", reasoning_parser="harmony", tool_parser="harmony", stop=("<|return|>", "<|call|>")
         ),

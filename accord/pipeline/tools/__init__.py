@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from accord.pipeline._registry import Registry
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 
 
@@ -33,23 +34,21 @@ class NoTools:
         return []
 
 
-_REGISTRY: dict[str, ToolParserFactory] = {"none": NoTools}
+_REGISTRY: Registry[ToolParserFactory] = Registry("tool parser")
+_REGISTRY.register("none", NoTools)
 
 
 def register(name: str, factory: ToolParserFactory) -> None:
-    _REGISTRY[name] = factory
+    _REGISTRY.register(name, factory)
 
 
 def tool_parser(name: str) -> ToolParserFactory:
     """The factory registered under ``name``; ``KeyError`` names the known ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown tool parser {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return _REGISTRY.get(name)
 
 
 def tool_parser_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 __all__ = [

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
 from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools.markup import DSML_CLOSERS, DSML_OPENERS
 
 _P = "(?:｜DSML｜)?"
 _INVOKE_START = re.compile(rf"<{_P}invoke\b")
@@ -134,8 +135,8 @@ def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
 
 
 class DsmlFormat:
-    openers: tuple[str, ...] = ("<｜DSML｜function_calls>", "<function_calls>")
-    closers: tuple[str, ...] = ("</｜DSML｜function_calls>", "</function_calls>")
+    openers: tuple[str, ...] = DSML_OPENERS
+    closers: tuple[str, ...] = DSML_CLOSERS
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         # Cut off or closed, a section reads the same: only one with a call survives.

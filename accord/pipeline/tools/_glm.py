@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
 from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _KEY_OPEN, _KEY_CLOSE = "<arg_key>", "</arg_key>"
 _VALUE_OPEN, _VALUE_CLOSE = "<arg_value>", "</arg_value>"
@@ -84,8 +85,8 @@ def split_glm47(body: str) -> tuple[str, str]:
 
 
 class GlmFormat:
-    openers: tuple[str, ...] = ("<tool_call>",)
-    closers: tuple[str, ...] = ("</tool_call>",)
+    openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
+    closers: tuple[str, ...] = (TOOL_CALL_CLOSE,)
 
     def __init__(self, split: Callable[[str], tuple[str, str]]) -> None:
         self._split = split

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
 from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _FUNC_OPEN, _FUNC_CLOSE = "<function=", "</function>"
 _PARAM_OPEN, _PARAM_CLOSE = "<parameter=", "</parameter>"
@@ -111,8 +112,8 @@ def parse_functions(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
 
 
 class Qwen3CoderFormat:
-    openers: tuple[str, ...] = ("<tool_call>",)
-    closers: tuple[str, ...] = ("</tool_call>",)
+    openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
+    closers: tuple[str, ...] = (TOOL_CALL_CLOSE,)
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         if closer is None:
