@@ -44,10 +44,55 @@ class BlockFormat(Protocol):
 
     openers: tuple[str, ...]
     closers: tuple[str, ...]
+    #: Markers inside a block that show it has structure (a parameter began): from one on,
+    #: an opener inside the block is quoted data, not a restart.
+    inner: tuple[str, ...]
+    #: Dropped when it follows (whitespace aside) a block that one of ``bare_openers`` opened:
+    #: the closer of a wrapper whose opener the model left out.
+    trailer: str | None
+    bare_openers: frozenset[str]
+
+    def closers_for(self, opener: str) -> frozenset[str]:
+        """The closers that can end a block opened by ``opener``; other closers are its data."""
+        ...
+
+    def ends_block(self, opener: str, tail: str, whole: bool) -> bool:
+        """Whether a closer after a body ending in ``tail`` ends the block (``whole``: tail is all of it)."""
+        ...
+
+    def restarts(self, opener: str, marker: str, structured: bool) -> bool:
+        """Whether ``marker`` (an opener) inside an open block restarts the block there."""
+        ...
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         """Segments for one block (``closer`` is ``None`` when cut off); ``None``: release as text."""
         ...
+
+
+class BlockMarkup:
+    """Defaults for a :class:`BlockFormat`: the first closer ends a block, any opener restarts it."""
+
+    openers: tuple[str, ...] = ()
+    closers: tuple[str, ...] = ()
+    inner: tuple[str, ...] = ()
+    trailer: str | None = None
+    bare_openers: frozenset[str] = frozenset()
+
+    def closers_for(self, opener: str) -> frozenset[str]:
+        del opener
+        return frozenset(self.closers)
+
+    def ends_block(self, opener: str, tail: str, whole: bool) -> bool:
+        del opener, tail, whole
+        return True
+
+    def restarts(self, opener: str, marker: str, structured: bool) -> bool:
+        del opener, marker, structured
+        return True
+
+
+#: How much of a block body's end ``BlockFormat.ends_block`` sees.
+TAIL = 64
 
 
 class ToolBox:
@@ -100,6 +145,19 @@ class _Body:
             self._pieces.append("".join(recent))
             recent.clear()
 
+    def tail(self, last: str, size: int) -> tuple[str, bool]:
+        """The body's last ``size`` characters (with ``last`` appended) and whether that is all of it."""
+        if len(last) >= size:
+            return last[-size:], False
+        parts = [last]
+        have = len(last)
+        for piece in (*reversed(self._recent), *reversed(self._pieces)):
+            parts.append(piece)
+            have += len(piece)
+            if have >= size:
+                return "".join(reversed(parts))[-size:], False
+        return "".join(reversed(parts)), True
+
     def take(self, last: str) -> str:
         """The whole body with ``last`` appended; the collector is empty afterwards."""
         if not self._pieces and not self._recent:
@@ -117,12 +175,17 @@ class BlockToolParser:
         self._box = ToolBox(tools)
         self._openers = fmt.openers
         self._closers = frozenset(fmt.closers)
-        self._all = (*fmt.openers, *fmt.closers)
-        self._in_text = MarkerSet(fmt.openers)
+        self._closers_for = {o: fmt.closers_for(o) for o in fmt.openers}
+        self._opener_set = frozenset(fmt.openers)
+        self._all = (*fmt.openers, *fmt.closers, *fmt.inner)
+        self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
         self._in_block = MarkerSet(self._all)
         self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
         self._opener: str | None = None  # the open block's opener; None in TEXT
         self._parts = _Body()  # the open block's body so far
+        self._structured = False  # an inner marker was seen in the open block
+        # A bare block just closed and nothing but whitespace followed: its trailer is dropped.
+        self._after_bare = False
         self._held = ""
 
     def feed(self, text: str) -> list[ParsedSegment]:
@@ -132,6 +195,8 @@ class BlockToolParser:
         if not held and (self._first not in text if self._first else not self._in_block.may_occur_in(text)):
             # No marker can start here: text passes, a block body grows.
             if self._opener is None:
+                if self._after_bare and not text.isspace():
+                    self._after_bare = False
                 return [Content(text=text)]
             self._parts.add(text)
             return []
@@ -169,24 +234,55 @@ class BlockToolParser:
             opener = self._opener
             if opener is None:
                 if marker in self._closers:
-                    continue  # a stray closer is text
+                    if (
+                        marker == self._fmt.trailer
+                        and self._after_bare
+                        and (pos == start or buf[start:pos].isspace())
+                    ):
+                        # The wrapper's closer after a bare block: markup, dropped.
+                        if pos > start:
+                            out.append(Content(text=buf[start:pos]))
+                        start = i
+                    self._after_bare = False
+                    continue  # otherwise a stray closer is text
+                if marker not in self._opener_set:
+                    continue  # an inner marker outside a block is text
                 if pos > start:
                     out.append(Content(text=buf[start:pos]))
                 self._opener, start = marker, i
+                self._structured = False
+                self._after_bare = False
                 continue
-            body = self._parts.take(buf[start:pos])
-            if marker in self._closers:
+            if marker in self._closers_for[opener]:
+                if pos - start >= TAIL:
+                    tail, whole = buf[pos - TAIL : pos], False
+                else:
+                    tail, whole = self._parts.tail(buf[start:pos], TAIL)
+                if not self._fmt.ends_block(opener, tail, whole):
+                    continue  # quoted inside a value: data
+                body = self._parts.take(buf[start:pos])
                 self._opener = None
                 self._close(out, opener, body, marker)
-            else:
+                self._after_bare = opener in self._fmt.bare_openers
+            elif marker in self._opener_set:
+                if not self._fmt.restarts(opener, marker, self._structured):
+                    continue  # quoted inside a value: data
                 # Restarted opener: the abandoned prefix is text, the block starts again here.
+                body = self._parts.take(buf[start:pos])
                 out.append(Content(text=opener + body))
                 self._opener = marker
+                self._structured = False
+            else:
+                if marker in self._fmt.inner:
+                    self._structured = True
+                continue  # another opener's closer, or an inner marker: the block's data
             start = i
         markers = self._in_text if self._opener is None else self._in_block
         cut = len(buf) - markers.partial_len(buf, start)
         if cut > start:
             if self._opener is None:
+                if self._after_bare and not buf[start:cut].isspace():
+                    self._after_bare = False
                 out.append(Content(text=buf[start:cut]))
             else:
                 self._parts.add(buf[start:cut])
@@ -200,4 +296,4 @@ class BlockToolParser:
             out.extend(segments)
 
 
-__all__ = ["BlockFormat", "BlockToolParser", "ToolBox"]
+__all__ = ["TAIL", "BlockFormat", "BlockMarkup", "BlockToolParser", "ToolBox"]

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, ToolBox
 from accord.pipeline.tools.markup import DSML_CLOSERS, DSML_OPENERS
 
 _P = "(?:｜DSML｜)?"
@@ -134,7 +134,7 @@ def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
     return out
 
 
-class DsmlFormat:
+class DsmlFormat(BlockMarkup):
     openers: tuple[str, ...] = DSML_OPENERS
     closers: tuple[str, ...] = DSML_CLOSERS
 

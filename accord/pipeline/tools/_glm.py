@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, ToolBox
 from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _KEY_OPEN, _KEY_CLOSE = "<arg_key>", "</arg_key>"
@@ -84,7 +84,7 @@ def split_glm47(body: str) -> tuple[str, str]:
     return (body, "") if pos < 0 else (body[:pos], body[pos:])
 
 
-class GlmFormat:
+class GlmFormat(BlockMarkup):
     openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
     closers: tuple[str, ...] = (TOOL_CALL_CLOSE,)
 
