@@ -25,6 +25,7 @@ a few ``str.find`` calls on a window no longer than the longest marker.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -37,6 +38,18 @@ _MAX_NAME = 512
 _SHORT = 256
 _NAME_CACHE = 256
 _GROUP = 64
+
+
+class Reopen(enum.Enum):
+    """What an opener found inside an open block is."""
+
+    #: The block was abandoned: its prefix is text, a block starts again here.
+    RESTART = "restart"
+    #: Quoted inside a value: the block's data.
+    DATA = "data"
+    #: The block already ended at its last closer (a value's own closing tag was missing):
+    #: it closes there, what follows that closer is text, and a block starts here.
+    SPLIT = "split"
 
 
 class BlockFormat(Protocol):
@@ -56,12 +69,15 @@ class BlockFormat(Protocol):
         """The closers that can end a block opened by ``opener``; other closers are its data."""
         ...
 
-    def ends_block(self, opener: str, tail: str, whole: bool) -> bool:
-        """Whether a closer after a body ending in ``tail`` ends the block (``whole``: tail is all of it)."""
+    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
+        """Whether a closer after a body ending in ``tail`` ends the block.
+
+        ``whole``: ``tail`` is all of the body; ``last_inner``: the last inner marker in it.
+        """
         ...
 
-    def restarts(self, opener: str, marker: str, structured: bool) -> bool:
-        """Whether ``marker`` (an opener) inside an open block restarts the block there."""
+    def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
+        """What ``marker`` (an opener) inside an open block means."""
         ...
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
@@ -82,13 +98,13 @@ class BlockMarkup:
         del opener
         return frozenset(self.closers)
 
-    def ends_block(self, opener: str, tail: str, whole: bool) -> bool:
-        del opener, tail, whole
+    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
+        del opener, tail, whole, last_inner
         return True
 
-    def restarts(self, opener: str, marker: str, structured: bool) -> bool:
-        del opener, marker, structured
-        return True
+    def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
+        del opener, marker, tail, last_inner
+        return Reopen.RESTART
 
 
 #: How much of a block body's end ``BlockFormat.ends_block`` sees.
@@ -177,13 +193,14 @@ class BlockToolParser:
         self._closers = frozenset(fmt.closers)
         self._closers_for = {o: fmt.closers_for(o) for o in fmt.openers}
         self._opener_set = frozenset(fmt.openers)
+        self._inner = frozenset(fmt.inner)
         self._all = (*fmt.openers, *fmt.closers, *fmt.inner)
         self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
         self._in_block = MarkerSet(self._all)
         self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
         self._opener: str | None = None  # the open block's opener; None in TEXT
         self._parts = _Body()  # the open block's body so far
-        self._structured = False  # an inner marker was seen in the open block
+        self._last_inner: str | None = None  # the last inner marker seen in the open block
         # A bare block just closed and nothing but whitespace followed: its trailer is dropped.
         self._after_bare = False
         self._held = ""
@@ -250,7 +267,7 @@ class BlockToolParser:
                 if pos > start:
                     out.append(Content(text=buf[start:pos]))
                 self._opener, start = marker, i
-                self._structured = False
+                self._last_inner = None
                 self._after_bare = False
                 continue
             if marker in self._closers_for[opener]:
@@ -258,23 +275,32 @@ class BlockToolParser:
                     tail, whole = buf[pos - TAIL : pos], False
                 else:
                     tail, whole = self._parts.tail(buf[start:pos], TAIL)
-                if not self._fmt.ends_block(opener, tail, whole):
+                if not self._fmt.ends_block(opener, tail, whole, self._last_inner):
                     continue  # quoted inside a value: data
                 body = self._parts.take(buf[start:pos])
                 self._opener = None
                 self._close(out, opener, body, marker)
                 self._after_bare = opener in self._fmt.bare_openers
             elif marker in self._opener_set:
-                if not self._fmt.restarts(opener, marker, self._structured):
-                    continue  # quoted inside a value: data
-                # Restarted opener: the abandoned prefix is text, the block starts again here.
+                tail = (
+                    buf[max(start, pos - TAIL) : pos]
+                    if pos - start >= TAIL
+                    else self._parts.tail(buf[start:pos], TAIL)[0]
+                )
+                reopen = self._fmt.reopens(opener, marker, tail, self._last_inner)
+                if reopen is Reopen.DATA:
+                    continue  # quoted inside a value
                 body = self._parts.take(buf[start:pos])
-                out.append(Content(text=opener + body))
+                if reopen is Reopen.SPLIT:
+                    self._split(out, opener, body)
+                else:
+                    # Restarted opener: the abandoned prefix is text, the block starts again here.
+                    out.append(Content(text=opener + body))
                 self._opener = marker
-                self._structured = False
+                self._last_inner = None
             else:
-                if marker in self._fmt.inner:
-                    self._structured = True
+                if marker in self._inner:
+                    self._last_inner = marker
                 continue  # another opener's closer, or an inner marker: the block's data
             start = i
         markers = self._in_text if self._opener is None else self._in_block
@@ -288,6 +314,21 @@ class BlockToolParser:
                 self._parts.add(buf[start:cut])
         self._held = buf[cut:]
 
+    def _split(self, out: list[ParsedSegment], opener: str, body: str) -> None:
+        """Close the block at the last of its closers in ``body``; the rest is text."""
+        best, closer = -1, ""
+        for candidate in self._closers_for[opener]:
+            at = body.rfind(candidate)
+            if at > best:
+                best, closer = at, candidate
+        if best < 0:
+            out.append(Content(text=opener + body))
+            return
+        self._close(out, opener, body[:best], closer)
+        rest = body[best + len(closer) :]
+        if rest:
+            out.append(Content(text=rest))
+
     def _close(self, out: list[ParsedSegment], opener: str, body: str, closer: str | None) -> None:
         segments = self._fmt.parse(opener, body, closer, self._box)
         if segments is None:
@@ -296,4 +337,4 @@ class BlockToolParser:
             out.extend(segments)
 
 
-__all__ = ["TAIL", "BlockFormat", "BlockMarkup", "BlockToolParser", "ToolBox"]
+__all__ = ["TAIL", "BlockFormat", "BlockMarkup", "BlockToolParser", "Reopen", "ToolBox"]

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox
 from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _FUNC_OPEN, _FUNC_CLOSE = "<function=", "</function>"
@@ -148,16 +148,18 @@ class Qwen3CoderFormat(BlockMarkup):
     def closers_for(self, opener: str) -> frozenset[str]:
         return frozenset({TOOL_CALL_CLOSE if opener == TOOL_CALL_OPEN else _FUNC_CLOSE})
 
-    def ends_block(self, opener: str, tail: str, whole: bool) -> bool:
+    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
         end = tail.rstrip()
         if opener == TOOL_CALL_OPEN:
             return end.endswith((_FUNC_CLOSE, _PARAM_CLOSE)) or (whole and not end)
         return end.endswith(_PARAM_CLOSE) or (whole and "<" not in end)
 
-    def restarts(self, opener: str, marker: str, structured: bool) -> bool:
+    def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
         # Functions are what a <tool_call> block holds; after a parameter began, any opener
         # is quoted inside its value.
-        return not structured and not (opener == TOOL_CALL_OPEN and marker == _FUNC_OPEN)
+        if last_inner is not None or (opener == TOOL_CALL_OPEN and marker == _FUNC_OPEN):
+            return Reopen.DATA
+        return Reopen.RESTART
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         if closer is None:
