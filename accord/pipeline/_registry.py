@@ -7,30 +7,30 @@ composition root turns into a configuration error.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
 
-class Registry(Generic[T]):
-    """Factories by name, for one kind of parser."""
+class Registry(dict[str, T]):
+    """Factories by name, for one kind of parser (a dict, so tests can patch an entry in)."""
 
     def __init__(self, kind: str) -> None:
+        super().__init__()
         self._kind = kind
-        self._items: dict[str, T] = {}
 
     def register(self, name: str, item: T) -> None:
-        self._items[name] = item
+        self[name] = item
 
-    def get(self, name: str) -> T:
+    def lookup(self, name: str) -> T:
         try:
-            return self._items[name]
+            return self[name]
         except KeyError:
             known = ", ".join(self.names())
             raise KeyError(f"unknown {self._kind} {name!r}; known: {known}") from None
 
     def names(self) -> list[str]:
-        return sorted(self._items)
+        return sorted(self)
 
 
 __all__ = ["Registry"]

@@ -68,7 +68,7 @@ def register(name: str, factory: ReasoningFactory) -> None:
 
 def reasoning_parser(name: str) -> ReasoningFactory:
     """The factory registered under ``name``; ``KeyError`` names the known ones."""
-    return _REGISTRY.get(name)
+    return _REGISTRY.lookup(name)
 
 
 def reasoning_parser_names() -> list[str]:

@@ -74,6 +74,16 @@ class _Kind(enum.Enum):
     CALL = "call"
 
 
+#: The tokens that end each kind of message: ``<|end|>`` any, ``<|call|>`` a call, ``<|return|>``
+#: the answer (and a call, which ``<|return|>`` may also end in the models' output).
+_ENDS: dict[_Kind, frozenset[str]] = {
+    _Kind.REASONING: frozenset({END}),
+    _Kind.COMMENTARY: frozenset({END, RETURN}),
+    _Kind.FINAL: frozenset({END, RETURN}),
+    _Kind.CALL: frozenset({END, RETURN, CALL}),
+}
+
+
 def _kind(header: str) -> _Kind:
     if _RECIPIENT.search(header.replace("<|", " <|")):
         return _Kind.CALL
@@ -179,6 +189,11 @@ class HarmonySplitter:
                 self._header.append(marker)
             return
         if mode is _Mode.BODY:
+            if marker in _TERMINATORS and marker not in _ENDS[self._kind]:
+                # Only the end tokens of this kind of message end it: an analysis that mentions
+                # <|call|> or <|return|> goes on.
+                self._text(marker)
+                return
             if marker in _TERMINATORS:
                 if self._kind is _Kind.CALL:
                     self._call.append(marker)

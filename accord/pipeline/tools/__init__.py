@@ -44,7 +44,7 @@ def register(name: str, factory: ToolParserFactory) -> None:
 
 def tool_parser(name: str) -> ToolParserFactory:
     """The factory registered under ``name``; ``KeyError`` names the known ones."""
-    return _REGISTRY.get(name)
+    return _REGISTRY.lookup(name)
 
 
 def tool_parser_names() -> list[str]:

@@ -560,6 +560,11 @@ class JsonCallParser:
         if self._mode == _TAIL:
             # Only whitespace or part of a closer came after a complete payload.
             self._complete(self._payload_text, "", 0, 0)
+        elif self._mode == _HEADER and self._fmt.opener_at_end_is_markup and not self._header.strip():
+            # The output stopped right after the opener: a special token, not text to show.
+            self._mode = _TEXT
+            self._bare = self._after_call = False
+            self._emit(self._header)
         else:
             self._fail("", 0)
 
