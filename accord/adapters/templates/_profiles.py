@@ -62,6 +62,8 @@ PROFILES: dict[str, Profile] = {
             name="gpt_oss", reasoning_parser="harmony", tool_parser="harmony", stop=("<|return|>", "<|call|>")
         ),
         Profile(name="llama3", tool_parser="llama3_json", stop=("<|eot_id|>", "<|eom_id|>")),
+        # Llama 3.2's prompt format asks for [func(a=1), g()] lists instead of JSON.
+        Profile(name="llama3_pythonic", tool_parser="llama3_pythonic", stop=("<|eot_id|>", "<|eom_id|>")),
         Profile(name="mistral", reasoning_parser="mistral", tool_parser="mistral", stop=("</s>",)),
     )
 }
@@ -100,7 +102,7 @@ def detect_family(template: str) -> str | None:
     if "<|im_start|>" in template:
         return "qwen3" if "<think>" in template else "chatml"
     if "<|start_header_id|>" in template:
-        return "llama3"
+        return "llama3_pythonic" if "[func_name1(" in template else "llama3"
     if "[INST]" in template or "[TOOL_CALLS]" in template:
         return "mistral"
     return None

@@ -61,8 +61,8 @@ __all__ = [
 ]
 
 # The families register themselves: formats whose calls are reported whole (GLM,
-# Qwen3-Coder, DSML) and formats whose arguments are JSON (Hermes, Llama 3, Mistral,
-# DeepSeek V3/V3.1, Kimi-K2, harmony).
+# Qwen3-Coder, DSML, Llama 3 pythonic) and formats whose arguments are JSON (Hermes, Llama 3,
+# Mistral, DeepSeek V3/V3.1, Kimi-K2, harmony).
 from accord.pipeline.tools import (  # noqa: E402, F401
     _deepseek,
     _dsml,
@@ -72,5 +72,6 @@ from accord.pipeline.tools import (  # noqa: E402, F401
     _kimi,
     _llama3,
     _mistral,
+    _pythonic,
     _qwen3_coder,
 )
