@@ -706,7 +706,9 @@ def kimi_rows() -> list[Row]:
             K_SB + w.one(C("launch_rocket"), 0) + time + K_SE,
             [text(K_SB + w.one(C("launch_rocket"), 0)), call("get_time", "{}", "functions.get_time:1")],
         ),
-        as_text("empty_section_is_text", K_SB + K_SE),
+        # Kimi-K2 writes empty sections: markup, dropped (issue 12, class 3).
+        Row("empty_section_is_dropped", K_SB + K_SE, []),
+        Row("empty_section_after_text_is_dropped", "Nothing." + K_SB + "\n" + K_SE, [text("Nothing.")]),
         as_text(
             "id_with_newline_is_text", K_SB + K_CB + "functions.get\n_time:0" + K_ARG + "{}" + K_CE + K_SE
         ),

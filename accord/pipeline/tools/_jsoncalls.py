@@ -264,7 +264,11 @@ class JsonCallParser:
             self._pending.append(marker)
             self._pending_droppable = False
             self._section_ok = False
-        elif self._section_ok:
+        elif self._section_ok or (
+            self._fmt.empty_section_is_markup and any(p in self._fmt.section_begins for p in self._pending)
+        ):
+            # The end of a section that held calls, or of an empty one (only whitespace
+            # since its begin): markup, dropped with the begin.
             self._pending.clear()
             self._section_ok = False
         else:

@@ -39,6 +39,7 @@ class KimiFormat(CallFormat):
     closers = (KIMI_CALL_END,)
     section_begins = KIMI_SECTION_BEGINS
     section_ends = KIMI_SECTION_ENDS
+    empty_section_is_markup = True
     soft_closers = section_ends
     header_only = True
     streams = True
