@@ -9,7 +9,7 @@ from accord.adapters.templates import PROFILES, detect_family, resolve_profile
 REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "kimi_k2", "harmony", "mistral"}
 TOOLS = {
     "none", "glm45", "glm47", "hermes", "qwen3_coder", "deepseek_v3", "deepseek_v31",
-    "deepseek_v32", "kimi_k2", "harmony", "llama3_json", "llama3_pythonic", "mistral",
+    "deepseek_v32", "kimi_k2", "harmony", "deepseek_v4", "llama3_json", "llama3_pythonic", "mistral",
 }  # fmt: skip
 
 

@@ -53,6 +53,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="deepseek_v32", reasoning_parser="deepseek_v3", tool_parser="deepseek_v32", stop=_DS_STOP
         ),
+        Profile(name="deepseek_v4", reasoning_parser="deepseek_v3", tool_parser="deepseek_v4", stop=_DS_STOP),
         Profile(name="glm45", reasoning_parser="glm45", tool_parser="glm45", stop=_GLM_STOP),
         Profile(name="glm47", reasoning_parser="glm47", tool_parser="glm47", stop=_GLM_STOP),
         # K2-Instruct never thinks; K2 Thinking / K2.6 templates prefill <think> when thinking
@@ -87,7 +88,7 @@ def detect_family(template: str) -> str | None:
     if "<|channel|>" in template and "<|start|>" in template:
         return "gpt_oss"
     if "DSML" in template:
-        return "deepseek_v32"
+        return "deepseek_v4" if "DSML｜tool_calls" in template else "deepseek_v32"
     if "<｜tool▁sep｜>" in template:
         if "```json" in template:
             return "deepseek_r1" if "<think>" in template else "deepseek_v3"

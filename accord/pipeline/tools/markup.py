@@ -21,6 +21,9 @@ DEEPSEEK_SEP = "<｜tool▁sep｜>"
 #: DeepSeek V3.2 DSML: the ``｜DSML｜`` prefix is optional.
 DSML_OPENERS = ("<｜DSML｜function_calls>", "<function_calls>")
 DSML_CLOSERS = ("</｜DSML｜function_calls>", "</function_calls>")
+#: DeepSeek V4 names the section ``tool_calls`` (invokes and parameters as in V3.2).
+DSML_V4_OPENERS = ("<｜DSML｜tool_calls>",)
+DSML_V4_CLOSERS = ("</｜DSML｜tool_calls>",)
 
 #: Kimi-K2, both spellings its templates and outputs use.
 KIMI_SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
@@ -38,6 +41,7 @@ ANGLE_REASONING_EXITS: tuple[str, ...] = (
     DEEPSEEK_SECTION_BEGIN,
     *KIMI_SECTION_BEGINS,
     *DSML_OPENERS,
+    *DSML_V4_OPENERS,
 )
 MISTRAL_REASONING_EXITS: tuple[str, ...] = (MISTRAL_TOOL_CALLS,)
 
@@ -50,6 +54,8 @@ __all__ = [
     "DEEPSEEK_SEP",
     "DSML_CLOSERS",
     "DSML_OPENERS",
+    "DSML_V4_CLOSERS",
+    "DSML_V4_OPENERS",
     "KIMI_CALL_BEGIN",
     "KIMI_CALL_END",
     "KIMI_SECTION_BEGINS",
