@@ -26,6 +26,7 @@ a few ``str.find`` calls on a window no longer than the longest marker.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -167,7 +168,8 @@ class _Body:
             return last[-size:], False
         parts = [last]
         have = len(last)
-        for piece in (*reversed(self._recent), *reversed(self._pieces)):
+        # Lazily, newest first: only the last few pieces are ever looked at.
+        for piece in itertools.chain(reversed(self._recent), reversed(self._pieces)):
             parts.append(piece)
             have += len(piece)
             if have >= size:
