@@ -83,6 +83,7 @@ from accord.pipeline.tools._argstream import ArgumentStream
 from accord.pipeline.tools._callformat import HEAD_LEN, STREAM_HEAD_LEN, UNDECIDED, CallFormat, Opening
 from accord.pipeline.tools._jsonscan import INVALID, MORE, UNDECODED, JsonScanner, decode_at
 
+
 class _Mode(enum.Enum):
     """Where the parser is in the text (see "Theory of operation")."""
 
