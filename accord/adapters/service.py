@@ -192,7 +192,10 @@ class Service:
             engine=self.engine,
             request=generation,
             opened=opened,
-            parse=ParseStage(self.reasoning(conversation.thinking), tool_parser),
+            parse=ParseStage(
+                self.reasoning(conversation.thinking, self.renderer.reasoning_start(prompt, self.reasoning)),
+                tool_parser,
+            ),
             tracker=tracker,
             keepalive_interval=self.keepalive_interval,
             observers=self.observers(),

@@ -32,6 +32,7 @@ OWNED = [
     "reasoning/glm45",
     "reasoning/glm47",
     "reasoning/mistral",
+    "reasoning/kimi_k2",
     "tools/glm45",
     "tools/glm47",
     "tools/qwen3_coder",

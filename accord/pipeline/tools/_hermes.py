@@ -24,6 +24,7 @@ from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import UNDECIDED, CallFormat, Opening, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members
+from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 
 def wrapper_call(
@@ -123,8 +124,8 @@ def wrapper_opening(head: str, tools: Sequence[ToolSpec]) -> Opening | Literal["
 
 
 class HermesFormat(CallFormat):
-    openers = ("<tool_call>",)
-    closers = ("</tool_call>",)
+    openers = (TOOL_CALL_OPEN,)
+    closers = (TOOL_CALL_CLOSE,)
     streams = True
 
     def stream_start(
