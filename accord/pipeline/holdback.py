@@ -1,4 +1,4 @@
-"""Partial-marker hold-back, shared by every parser (protocol.md B13).
+"""Partial-marker hold-back, shared by every parser (docs/model-formats.md B13).
 
 When a chunk ends with text that could be the start of a marker (``"</th"`` of
 ``"</think>"``), that suffix must be held back until the next chunk decides it, and

@@ -97,7 +97,7 @@ def test_a_repeated_key_keeps_its_first_value() -> None:
 
 
 def test_zero_arguments_give_an_empty_object() -> None:
-    """A call without arguments still carries "{}", never nothing (protocol.md B14 #4)."""
+    """A call without arguments still carries "{}", never nothing (docs/model-formats.md B14 #4)."""
     assert arguments_json([], TOOL) == "{}"
     assert arguments_json([], ToolSpec(name="bare")) == "{}"
 

@@ -1,4 +1,4 @@
-"""The ``<think>``-style families and where each one's output starts (SPEC P1, protocol.md B1-B7, B12).
+"""The ``<think>``-style families and where each one's output starts (SPEC P1, docs/model-formats.md B1-B7, B12).
 
 Where a template was rendered, the prompt's tail decides (``ThinkFormat.start_after``): a
 prefilled open tag means the output starts inside, a closed block that it starts outside,

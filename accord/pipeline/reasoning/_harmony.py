@@ -1,4 +1,4 @@
-"""gpt-oss harmony channels -> reasoning, messages and call markup (SPEC P1, protocol.md B10).
+"""gpt-oss harmony channels -> reasoning, messages and call markup (SPEC P1, docs/model-formats.md B10).
 
 An output is a run of messages, ``header<|message|>body`` + an end token, where a header is
 ``<|start|>assistant[ to=R]<|channel|>CHANNEL[ to=R][ <|constrain|>json]`` and the first

@@ -1,4 +1,4 @@
-"""One scanner for every ``<think>``-style family, configured per name (SPEC P1, protocol.md B13).
+"""One scanner for every ``<think>``-style family, configured per name (SPEC P1, docs/model-formats.md B13).
 
 Theory of operation
 -------------------

@@ -1,4 +1,4 @@
-"""DeepSeek V3/R1 and V3.1 calls (protocol.md B4, B5).
+"""DeepSeek V3/R1 and V3.1 calls (docs/model-formats.md B4, B5).
 
 Both write calls inside ``<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>``, each between
 ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``; they differ only in the call's header:

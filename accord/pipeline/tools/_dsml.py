@@ -1,4 +1,4 @@
-"""DeepSeek-V3.2 DSML tool calls (``deepseek_v32``, protocol.md B6)::
+"""DeepSeek-V3.2 DSML tool calls (``deepseek_v32``, docs/model-formats.md B6)::
 
     <｜DSML｜function_calls>
     <｜DSML｜invoke name="get_weather">

@@ -1,4 +1,4 @@
-"""GLM-4.5/4.6 (``glm45``) and GLM-4.7/5 (``glm47``) tool calls (protocol.md B1, B2).
+"""GLM-4.5/4.6 (``glm45``) and GLM-4.7/5 (``glm47``) tool calls (docs/model-formats.md B1, B2).
 
 One engine for both; they differ only in how a call body splits into the name and the
 argument text. GLM-4.5 writes the name on its own line; GLM-4.7 removed that newline::

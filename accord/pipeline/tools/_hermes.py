@@ -1,4 +1,4 @@
-"""Hermes / Qwen2.5 / Qwen3 calls: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (protocol.md B7).
+"""Hermes / Qwen2.5 / Qwen3 calls: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (docs/model-formats.md B7).
 
 The tags are single tokens in Qwen but plain text in some Hermes fine-tunes, so they may
 arrive split anywhere. The payload is a wrapper object: ``name`` plus ``arguments`` (an

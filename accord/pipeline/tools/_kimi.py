@@ -1,4 +1,4 @@
-"""Kimi-K2 calls (protocol.md B9).
+"""Kimi-K2 calls (docs/model-formats.md B9).
 
 ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>``
 (the section markers also come spelled ``tool_call_section``). The model's id

@@ -1,4 +1,4 @@
-"""Mistral calls, both tokenizer generations (protocol.md B12).
+"""Mistral calls, both tokenizer generations (docs/model-formats.md B12).
 
 - pre-v11: ``[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`` (a single object is read too);
   an ``id`` member becomes the call id;

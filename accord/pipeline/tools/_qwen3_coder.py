@@ -1,4 +1,4 @@
-"""Qwen3-Coder / Qwen3.5 XML tool calls (``qwen3_coder``, protocol.md B8)::
+"""Qwen3-Coder / Qwen3.5 XML tool calls (``qwen3_coder``, docs/model-formats.md B8)::
 
     <tool_call>
     <function=get_weather>
