@@ -16,7 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from accord.adapters.build import build_service
+from accord.adapters.build import build_app
 from accord.adapters.http.app import AccordApp
 from accord.adapters.templates import PromptRenderer
 from accord.pipeline.reasoning import Start, reasoning_parser
@@ -178,7 +178,7 @@ def test_http_run_reads_the_start_from_the_rendered_prompt(
     settings = scripted_settings(
         script, profile=profile, reasoning_parser=None, tool_parser=None, chat_template=template_file
     )
-    app = AccordApp(settings, build_service(settings))
+    app = build_app(settings)
     responses = anyio.run(_post_both, app, {"model": "m", "input": "go"})
     for stream, response in zip((False, True), responses, strict=True):
         assert response.status_code == 200, response.text
