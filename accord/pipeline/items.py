@@ -1,16 +1,14 @@
 """ItemTracker: parsed segments -> response events, with ids injected (SPEC W1, W2).
 
-Strategy: at most one text item (a message or a reasoning item) is open at a time;
-a segment of another kind closes it and opens the next. A whole call (:class:`ToolCall`)
-is one ``ItemAdded`` with empty arguments, one ``ArgumentsAppended`` with the complete
-arguments and an ``ItemClosed`` (SPEC P4). A streamed call is its ``ItemAdded`` at
-:class:`CallOpened`, an ``ArgumentsAppended`` per :class:`CallArguments`, and ``ItemClosed``
-``completed`` at :class:`CallClosed` or ``incomplete`` at :class:`CallAbandoned` (never
-completed; the text the parser reads on with lands in a message as usual). A call that
-cannot stream its item is collected and reported whole when it ends: a custom tool (its
-``input`` is the string decoded from the arguments, SPEC P10), and any call after the first
-completed one when ``parallel_tool_calls`` is false (released as text, SPEC P9). Ids and the
-clock come from outside, so the tracker is deterministic and runs without an event loop.
+Strategy: at most one text item (a message or a reasoning item) is open at a time, held
+as one value of the sum type :data:`OpenItem`; a segment of another kind closes it and opens
+the next. A call (:class:`ToolCall`, always complete: the parsers report no call before its
+arguments are valid JSON, SPEC P4) is one ``ItemAdded`` with empty arguments, one
+``ArgumentsAppended`` with the complete arguments and an ``ItemClosed`` ``completed``. A
+custom tool's ``input`` is the string decoded from the arguments (SPEC P10); any call after
+the first when ``parallel_tool_calls`` is false is released as text (SPEC P9). So no
+response holds a call item that is not completed. Ids and the clock come from outside, so
+the tracker is deterministic and runs without an event loop.
 
 Whitespace-only text between items (``</think>\\n\\n<tool_call>``) does not open a
 message of its own: it is held and joins the next message's text, and is dropped when
@@ -22,13 +20,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
 from accord.errors import ProtocolViolation
 from accord.events.generation import EngineFailed, Finished
 from accord.events.items import (
     CustomToolCallItem,
     FunctionCallItem,
-    ItemStatus,
     MessageItem,
     ReasoningItem,
     Usage,
@@ -45,20 +44,30 @@ from accord.events.response import (
     TextAppended,
 )
 from accord.pipeline.parse import End
-from accord.pipeline.segments import (
-    CallAbandoned,
-    CallArguments,
-    CallClosed,
-    CallOpened,
-    Content,
-    ParsedSegment,
-    Reasoning,
-    ToolCall,
-    ToolSpec,
-)
+from accord.pipeline.segments import Content, ParsedSegment, Reasoning, ToolCall, ToolSpec
 
 #: Failure kinds whose message is the engine's own words, shown to the client (SPEC W6).
 _MESSAGE_SHOWN = frozenset({"engine_error", "context_length_exceeded", "upstream_error"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpenMessage:
+    """The message item being written: its output index and phase."""
+
+    index: int
+    phase: Literal["commentary", "final_answer"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenReasoning:
+    """The reasoning item being written: its output index and its text so far (for sealing)."""
+
+    index: int
+    text: list[str] = field(default_factory=list)
+
+
+#: The text item now open, if any.
+OpenItem = OpenMessage | OpenReasoning | None
 
 
 class ItemTracker:
@@ -77,18 +86,10 @@ class ItemTracker:
         self._parallel = parallel_tool_calls
         self._seal = seal
         self._next_index = 0
-        self._open: int | None = None
-        self._open_kind: str = ""
-        self._open_phase: str | None = None
-        self._reasoning_text: list[str] = []
+        self._open: OpenItem = None
         self._pending_ws = ""
         self._calls = 0
         self._call_ids: set[str] = set()
-        # The streamed call now open: its item's index, or (when it cannot stream) the
-        # opening and its arguments so far.
-        self._streaming: int | None = None
-        self._collected: CallOpened | None = None
-        self._collected_args: list[str] = []
         self.dropped_whitespace = 0
 
     def feed(self, segment: ParsedSegment | End) -> list[ResponseEvent]:
@@ -99,29 +100,17 @@ class ItemTracker:
                 return self._reasoning(segment.text)
             case ToolCall():
                 return self._call(segment)
-            case CallArguments():
-                if self._streaming is not None:
-                    return [ArgumentsAppended(output_index=self._streaming, delta=segment.delta)]
-                if self._collected is None:
-                    raise ProtocolViolation("call arguments while no call is open")
-                self._collected_args.append(segment.delta)
-                return []
-            case CallOpened():
-                return self._call_opened(segment)
-            case CallClosed():
-                return self._call_ended(completed=True)
-            case CallAbandoned():
-                return self._call_ended(completed=False)
             case End():
                 return self._end(segment)
-        raise TypeError(f"not a segment: {segment!r}")
+        raise ProtocolViolation(f"not a segment: {segment!r}")
 
     # -- text items ------------------------------------------------------------------
     def _content(self, seg: Content) -> list[ResponseEvent]:
         if not seg.text:
             return []
-        if self._open_kind == "message" and self._open_phase == seg.phase and self._open is not None:
-            return [TextAppended(output_index=self._open, content_index=0, delta=seg.text)]
+        open_ = self._open
+        if isinstance(open_, OpenMessage) and open_.phase == seg.phase:
+            return [TextAppended(output_index=open_.index, content_index=0, delta=seg.text)]
         if not seg.text.strip():
             self._pending_ws += seg.text
             return []
@@ -130,7 +119,7 @@ class ItemTracker:
         item = MessageItem(
             id=self._new_id("msg"), role="assistant", status="in_progress", content=[], phase=seg.phase
         )
-        self._open, self._open_kind, self._open_phase = index, "message", seg.phase
+        self._open = OpenMessage(index, seg.phase)
         text, self._pending_ws = self._pending_ws + seg.text, ""
         events += [
             ItemAdded(output_index=index, item=item),
@@ -142,14 +131,15 @@ class ItemTracker:
     def _reasoning(self, text: str) -> list[ResponseEvent]:
         if not text:
             return []
-        if self._open_kind == "reasoning" and self._open is not None:
-            self._reasoning_text.append(text)
-            return [TextAppended(output_index=self._open, content_index=0, delta=text)]
+        open_ = self._open
+        if isinstance(open_, OpenReasoning):
+            open_.text.append(text)
+            return [TextAppended(output_index=open_.index, content_index=0, delta=text)]
         events = self._close()
         self._drop_pending()
         index = self._add_index()
         item = ReasoningItem(id=self._new_id("rs"), summary=[], content=[], status="in_progress")
-        self._open, self._open_kind, self._reasoning_text = index, "reasoning", [text]
+        self._open = OpenReasoning(index, [text])
         events += [
             ItemAdded(output_index=index, item=item),
             PartAdded(output_index=index, content_index=0, part="reasoning_text"),
@@ -158,14 +148,14 @@ class ItemTracker:
         return events
 
     def _close(self) -> list[ResponseEvent]:
-        if self._open is None:
+        open_ = self._open
+        if open_ is None:
             return []
         sealed = None
-        if self._open_kind == "reasoning" and self._seal is not None:
-            sealed = self._seal("".join(self._reasoning_text))
-        event = ItemClosed(output_index=self._open, status="completed", encrypted_content=sealed)
-        self._open, self._open_kind, self._open_phase = None, "", None
-        return [event]
+        if isinstance(open_, OpenReasoning) and self._seal is not None:
+            sealed = self._seal("".join(open_.text))
+        self._open = None
+        return [ItemClosed(output_index=open_.index, status="completed", encrypted_content=sealed)]
 
     def _drop_pending(self) -> None:
         self.dropped_whitespace += len(self._pending_ws)
@@ -182,58 +172,22 @@ class ItemTracker:
             # SPEC P9: with parallel_tool_calls false only the first call is reported.
             raw = json.dumps({"name": seg.name, "arguments": json.loads(seg.arguments)}, ensure_ascii=False)
             return self._content(Content(text=raw))
-        return self._whole(seg.name, seg.call_id, seg.arguments, "completed")
+        return self._whole(seg.name, seg.call_id, seg.arguments)
 
     def _released(self) -> bool:
         return not self._parallel and self._calls >= 1
 
-    def _call_opened(self, seg: CallOpened) -> list[ResponseEvent]:
-        if self._streaming is not None or self._collected is not None:
-            raise ProtocolViolation("a call opened while another is open")
-        spec = self._tools.get(seg.name)
-        if self._released() or (spec is not None and spec.kind == "custom"):
-            self._collected, self._collected_args = seg, []
-            return []
-        events = self._close()
-        self._drop_pending()
-        index, item = self._call_item(seg.name, seg.call_id)
-        self._streaming = index
-        events.append(ItemAdded(output_index=index, item=item))
-        return events
-
-    def _call_ended(self, *, completed: bool) -> list[ResponseEvent]:
-        if self._streaming is not None:
-            index, self._streaming = self._streaming, None
-            if completed:
-                self._calls += 1
-            return [ItemClosed(output_index=index, status="completed" if completed else "incomplete")]
-        opened = self._collected
-        if opened is None:
-            raise ProtocolViolation("a call ended while no call is open")
-        arguments = "".join(self._collected_args)
-        self._collected, self._collected_args = None, []
-        if completed:
-            return self._call(ToolCall(name=opened.name, arguments=arguments, call_id=opened.call_id))
-        if self._released():
-            # The start of what a complete released call reads as; nothing the model wrote is lost.
-            head = json.dumps({"name": opened.name}, ensure_ascii=False)[:-1]
-            return self._content(Content(text=f'{head}, "arguments": {arguments}'))
-        return self._whole(opened.name, opened.call_id, arguments, "incomplete")
-
-    def _whole(
-        self, name: str, call_id: str | None, arguments: str, status: ItemStatus
-    ) -> list[ResponseEvent]:
+    def _whole(self, name: str, call_id: str | None, arguments: str) -> list[ResponseEvent]:
         """A call reported in one go: added, its arguments (or custom input), closed."""
         events = self._close()
         self._drop_pending()
-        if status == "completed":
-            self._calls += 1
+        self._calls += 1
         index, item = self._call_item(name, call_id)
         payload = _custom_input(arguments) if isinstance(item, CustomToolCallItem) else arguments
         events.append(ItemAdded(output_index=index, item=item))
         if payload:
             events.append(ArgumentsAppended(output_index=index, delta=payload))
-        events.append(ItemClosed(output_index=index, status=status))
+        events.append(ItemClosed(output_index=index, status="completed"))
         return events
 
     def _call_item(
@@ -270,8 +224,6 @@ class ItemTracker:
     # -- the end ---------------------------------------------------------------------
     def _end(self, end: End) -> list[ResponseEvent]:
         outcome = end.outcome
-        # The parser ends every call it opened before the end; one still open never completed.
-        ended = self._call_ended(completed=False) if self._streaming is not None or self._collected else []
         self._drop_pending()
         if isinstance(outcome, Finished):
             usage = Usage.of(
@@ -281,8 +233,8 @@ class ItemTracker:
                 reasoning_tokens=end.reasoning_tokens,
             )
             if outcome.reason == "length":
-                return [*ended, Incomplete(reason="max_output_tokens", usage=usage)]
-            return [*ended, *self._close(), Completed(usage=usage, completed_at=self._now())]
+                return [Incomplete(reason="max_output_tokens", usage=usage)]
+            return [*self._close(), Completed(usage=usage, completed_at=self._now())]
         assert isinstance(outcome, EngineFailed)
         usage = Usage.of(
             input_tokens=outcome.prompt_tokens,
@@ -291,7 +243,7 @@ class ItemTracker:
             reasoning_tokens=end.reasoning_tokens,
         )
         message = outcome.message if outcome.failure in _MESSAGE_SHOWN else "internal error"
-        return [*ended, Failed(code=outcome.failure, message=message, usage=usage)]
+        return [Failed(code=outcome.failure, message=message, usage=usage)]
 
 
 def _custom_input(arguments: str) -> str:

@@ -2,18 +2,13 @@
 
 A reasoning splitter turns raw model text into :class:`Reasoning` and :class:`Content`
 segments; a tool-call parser turns :class:`Content` into :class:`Content` and call
-segments. A call comes either whole, as one :class:`ToolCall`, or streamed: a
-:class:`CallOpened`, zero or more :class:`CallArguments` and then exactly one
-:class:`CallClosed` (the arguments are complete, valid JSON) or :class:`CallAbandoned` (they
-stopped being JSON, or the output ended inside them), with no other segment of that parser
-in between. Concatenating the text of every segment a parser emitted, plus the raw markup
-of every call, gives back exactly what it was fed (nothing is lost, SPEC invariant 5): an
-abandoned call holds its markup and the argument text it streamed, and the parser reads
-on as text right after that.
+segments. A call comes whole, as one :class:`ToolCall`, once it has completed and its
+arguments are valid (SPEC P4); a call that never completes is released as text.
+Concatenating the text of every segment a parser emitted, plus the raw markup of every
+call, gives back exactly what it was fed (nothing is lost, SPEC invariant 5).
 
-:func:`merge_segments` is the form in which chunkings are compared: a streamed call that
-closed becomes the :class:`ToolCall` a whole parse reports, and one that was abandoned an
-:class:`AbandonedCall` (which only ``merge_segments`` makes).
+:func:`merge_segments` is the form in which chunkings are compared: adjacent text of one
+kind joined.
 
 :class:`ToolSpec` is how a parser sees the tools a request offered: the name the model
 was told to use (``namespace.tool`` for namespaced tools), and the JSON schema of the
@@ -26,8 +21,6 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
-
-from accord.errors import ProtocolViolation
 
 ToolKind = Literal["function", "custom"]
 
@@ -76,71 +69,16 @@ class ToolCall(Segment, frozen=True, tag="tool_call"):
     call_id: str | None = None
 
 
-class CallOpened(Segment, frozen=True, tag="call_opened"):
-    """A streamed call begins: its name resolved to a declared tool, its arguments begun."""
-
-    name: str
-    call_id: str | None = None
-
-
-class CallArguments(Segment, frozen=True, tag="call_arguments"):
-    """More of the open call's arguments, exactly as the model wrote them."""
-
-    delta: str
-
-
-class CallClosed(Segment, frozen=True, tag="call_closed"):
-    """The open call's arguments are complete: the deltas join into one valid JSON object."""
-
-
-class CallAbandoned(Segment, frozen=True, tag="call_abandoned"):
-    """The open call will not complete: its arguments stopped being JSON, or the output ended."""
-
-
-class AbandonedCall(Segment, frozen=True, tag="abandoned_call"):
-    """Merged form of a streamed call that was abandoned, with the arguments it streamed."""
-
-    name: str
-    arguments: str
-    call_id: str | None = None
-
-
 #: What parsers emit.
-ParsedSegment = Reasoning | Content | ToolCall | CallOpened | CallArguments | CallClosed | CallAbandoned
-#: What :func:`merge_segments` gives: text joined, each streamed call folded into one segment.
-MergedSegment = Reasoning | Content | ToolCall | AbandonedCall
+ParsedSegment = Reasoning | Content | ToolCall
+#: What :func:`merge_segments` gives: adjacent text of one kind joined.
+MergedSegment = ParsedSegment
 
 
 def merge_segments(segments: Sequence[ParsedSegment]) -> list[MergedSegment]:
-    """Join adjacent text segments of the same kind and fold streamed calls, so chunkings can be compared.
-
-    A streamed call takes the place of its :class:`CallOpened`, whatever came between its
-    segments from other stages.
-    """
+    """Join adjacent text segments of the same kind and drop empty ones, so chunkings can be compared."""
     merged: list[MergedSegment] = []
-    opened: CallOpened | None = None
-    at = 0
-    pieces: list[str] = []
     for seg in segments:
-        match seg:
-            case CallOpened():
-                if opened is not None:
-                    raise ProtocolViolation("a call opened inside another")
-                opened, at, pieces = seg, len(merged), []
-                merged.append(AbandonedCall(name=seg.name, arguments="", call_id=seg.call_id))
-                continue
-            case CallArguments():
-                if opened is None:
-                    raise ProtocolViolation("call arguments outside a call")
-                pieces.append(seg.delta)
-                continue
-            case CallClosed() | CallAbandoned():
-                if opened is None:
-                    raise ProtocolViolation("a call ended that was not open")
-                kind = ToolCall if isinstance(seg, CallClosed) else AbandonedCall
-                merged[at] = kind(name=opened.name, arguments="".join(pieces), call_id=opened.call_id)
-                opened = None
-                continue
         if merged:
             last = merged[-1]
             if isinstance(seg, Reasoning) and isinstance(last, Reasoning):
@@ -152,6 +90,4 @@ def merge_segments(segments: Sequence[ParsedSegment]) -> list[MergedSegment]:
         if isinstance(seg, (Reasoning, Content)) and not seg.text:
             continue
         merged.append(seg)
-    if opened is not None:
-        raise ProtocolViolation("a call is still open")
     return merged

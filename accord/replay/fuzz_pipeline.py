@@ -36,7 +36,6 @@ from accord.pipeline.parse import ParseStage
 from accord.pipeline.reasoning import reasoning_parser, reasoning_parser_names
 from accord.pipeline.run import ResponseRun
 from accord.pipeline.segments import (
-    AbandonedCall,
     Content,
     MergedSegment,
     ParsedSegment,
@@ -220,7 +219,7 @@ def _lost(family: Family, text: str, final: dict[str, Any]) -> str | None:
     if "".join(content.split()) != "".join(found.split()):
         return f"message text {content!r}, the parsers found {found!r}"
     calls = sum(i.get("type") in ("function_call", "custom_tool_call") for i in items)
-    wanted_calls = sum(isinstance(s, (ToolCall, AbandonedCall)) for s in segments)
+    wanted_calls = sum(isinstance(s, ToolCall) for s in segments)
     if calls != wanted_calls:
         return f"{calls} calls, the parsers found {wanted_calls}"
     return None

@@ -38,10 +38,8 @@ stage under one name). The packaged ones live in ``accord/replay/corpus/``::
 - ``Segment`` is a parsed segment as msgspec encodes it: ``{"kind": "reasoning", "text": ...}``,
   ``{"kind": "content", "text": ..., "phase": null}`` (``phase`` optional), ``{"kind":
   "tool_call", "name": ..., "arguments": "<JSON object text>", "call_id": null}`` (``call_id``
-  optional), and for a streamed call that was abandoned ``{"kind": "abandoned_call", "name":
-  ..., "arguments": "<the argument text it streamed>", "call_id": null}``. ``expect`` lists the
-  segments after :func:`merge_segments`: adjacent text of one kind joined, empty text
-  dropped, streamed calls folded. Arguments are compared as text, exactly.
+  optional). ``expect`` lists the segments after :func:`merge_segments`: adjacent text of
+  one kind joined, empty text dropped. Arguments are compared as text, exactly.
 - ``bench.parts``: a string part appears once; a ``{"repeat": unit}`` part repeats its unit
   so that the repeated parts share the requested size equally. Without ``bench`` the
   benchmark repeats the rows' outputs.

@@ -24,15 +24,7 @@ from accord.events.generation import Finished
 from accord.events.response import Opened, fold
 from accord.pipeline.items import ItemTracker
 from accord.pipeline.parse import End
-from accord.pipeline.segments import (
-    AbandonedCall,
-    CallAbandoned,
-    CallArguments,
-    CallOpened,
-    MergedSegment,
-    ParsedSegment,
-    ToolSpec,
-)
+from accord.pipeline.segments import ToolSpec
 from accord.replay.parser_fuzz import CorpusRow, load_corpus
 from tests.oracle import check_stream
 from tests.serving import parse_sse, scripted_settings, write_script
@@ -64,24 +56,12 @@ def _request_tools(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
     return plain
 
 
-def _as_parsed(seg: MergedSegment) -> list[ParsedSegment]:
-    """The parser segments a merged one stands for (an abandoned call exists only streamed)."""
-    if isinstance(seg, AbandonedCall):
-        return [
-            CallOpened(name=seg.name, call_id=seg.call_id),
-            CallArguments(delta=seg.arguments),
-            CallAbandoned(),
-        ]
-    return [seg]
-
-
 def _expected_output(row: CorpusRow) -> list[dict[str, Any]]:
     counter = itertools.count()
     tracker = ItemTracker(new_id=lambda p: f"{p}_{next(counter)}", now=lambda: 0, tools=row.tools)
     events = [Opened(response_id="r", created_at=0, model="m")]
     for seg in row.expect or ():
-        for parsed in _as_parsed(seg):
-            events += tracker.feed(parsed)
+        events += tracker.feed(seg)
     events += tracker.feed(
         End(outcome=Finished(reason="stop", prompt_tokens=0), output_tokens=0, reasoning_tokens=0)
     )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from accord.pipeline.segments import CallClosed, ParsedSegment, ToolCall, ToolSpec
+from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import ToolCallParser, tool_parser
 from tests.parsers.json_tool_tables import TOOLS
 
@@ -31,8 +31,5 @@ def per_character(name: str, text: str) -> list[tuple[int, ParsedSegment]]:
 
 
 def call_indices(name: str, text: str) -> list[int]:
-    """At which character each call was reported complete, feeding one character at a time.
-
-    A whole call is complete when reported; a streamed one when it closes.
-    """
-    return [i for i, seg in per_character(name, text) if isinstance(seg, (ToolCall, CallClosed))]
+    """At which character each call was reported, feeding one character at a time."""
+    return [i for i, seg in per_character(name, text) if isinstance(seg, ToolCall)]

@@ -81,16 +81,11 @@ def call(name: str, arguments: str, call_id: str | None = None) -> Seg:
     return seg
 
 
-def abandoned(name: str, arguments: str, call_id: str | None = None) -> Seg:
-    """A streamed call that never completed, with the argument text it streamed."""
-    return {**call(name, arguments, call_id), "kind": "abandoned_call"}
-
-
 def merge(segments: Sequence[Seg]) -> list[Seg]:
     """What ``merge_segments`` makes of ``segments``: adjacent text of one kind joined."""
     out: list[Seg] = []
     for seg in segments:
-        is_call = seg["kind"] in ("tool_call", "abandoned_call")
+        is_call = seg["kind"] == "tool_call"
         if not is_call and not seg["text"]:
             continue
         if (
@@ -124,10 +119,7 @@ class Writer:
     parser: str
     opener: str
     closer: str
-    #: Whether calls stream their arguments (then a call that fails after its arguments
-    #: began is an abandoned call, not text).
-    streams = True
-    #: The end of a call section: dropped after a call, abandoned or not.
+    #: The end of a call section: dropped after a call.
     section_end = ""
 
     def call_id(self, c: C, index: int) -> str | None:
@@ -135,19 +127,13 @@ class Writer:
         del c, index
         return None
 
-    def stopped(self, markup: str, c: C, streamed: str, index: int = 0) -> list[Seg]:
-        """What ``markup`` (one block, one call ``c``) parses to when the call stops after ``streamed``.
+    def stopped(self, markup: str) -> list[Seg]:
+        """What ``markup`` (one block whose call never completes) parses to: all of it is text.
 
-        A format that streams keeps the call with the argument text it streamed and reads on
-        as text after it; one that does not releases the whole block as text.
+        No call is reported before it is complete and valid (SPEC P4), so nothing of it was
+        sent as a call either.
         """
-        if not self.streams:
-            return [text(markup)]
-        start = markup.index(c.args)
-        rest = markup[start + len(streamed) :]
-        if self.section_end and rest.endswith(self.section_end):
-            rest = rest[: -len(self.section_end)]
-        return [abandoned(c.name, streamed, self.call_id(c, index)), text(rest)]
+        return [text(markup)]
 
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         raise NotImplementedError
@@ -244,7 +230,7 @@ def common_rows(w: Writer) -> list[Row]:
             "Checking. " + w.cut_inside_args(),
             [
                 text("Checking. "),
-                *w.stopped(w.cut_inside_args(), C("get_weather", '{"city": "Par'), '{"city": "Par'),
+                *w.stopped(w.cut_inside_args()),
             ],
         ),
         as_text("truncated_inside_opener", "Checking. " + w.opener[:-2]),
@@ -254,31 +240,30 @@ def common_rows(w: Writer) -> list[Row]:
     rows.append(as_text("undeclared_tool_released", undeclared))
     bad = C("get_weather", '{"city": Paris}')
     invalid, _ = w.block([bad])
-    rows.append(Row("invalid_json_released", invalid, w.stopped(invalid, bad, '{"city": ')))
+    rows.append(Row("invalid_json_released", invalid, w.stopped(invalid)))
     nan_call = C("configure", '{"ratio": nan}')
     nan, _ = w.block([nan_call])
-    rows.append(Row("nan_is_not_json", nan, w.stopped(nan, nan_call, nan_call.args)))
+    rows.append(Row("nan_is_not_json", nan, w.stopped(nan)))
+    # Arguments that never become valid JSON before the call ends: the whole call is text,
+    # nothing of it is reported as a call (SPEC P4).
+    for row_name, args in (
+        ("missing_closing_brace_released", '{"city": "Paris"'),
+        ("trailing_comma_released", '{"city": "Paris",}'),
+        ("unquoted_key_released", '{city: "Paris"}'),
+    ):
+        broken, _ = w.block([C("get_weather", args)])
+        rows.append(Row(row_name, broken, w.stopped(broken)))
+    broken, _ = w.block([C("get_weather", '{"city": "Paris",}')])
+    rows.append(compose(w, "broken_call_then_valid_call", broken, " Retrying: ", (ROME,)))
     empty, _ = w.block([C("get_weather", '{"city": "Paris"}', raw="")])
     rows.append(as_text("empty_name_released", empty))
     return rows
 
 
-def restart_row(
-    w: Writer,
-    cut: str,
-    name: str = "restarted_opener_parsed_from_restart",
-    streamed: tuple[str, str] | None = None,
-) -> Row:
-    """``cut`` (an opener and part of a call), then a whole call: the cut part, then the call.
-
-    The cut part is text, or with ``streamed`` (the call's name and the argument text it had
-    streamed when the restart came) an abandoned call.
-    """
+def restart_row(w: Writer, cut: str, name: str = "restarted_opener_parsed_from_restart") -> Row:
+    """``cut`` (an opener and part of a call), then a whole call: the cut part is text, then the call."""
     markup, segs = w.block([ROME], after_text=True)
-    if streamed is None:
-        return Row(name, cut + markup, [text(cut), *segs])
-    first = abandoned(streamed[0], streamed[1], w.call_id(C(streamed[0]), 0))
-    return Row(name, cut + markup, [first, *segs])
+    return Row(name, cut + markup, [text(cut), *segs])
 
 
 # -- Hermes / Qwen -------------------------------------------------------------------------------
@@ -311,7 +296,6 @@ def hermes_rows() -> list[Row]:
             w,
             '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
             "restarted_opener_inside_a_string_argument",
-            streamed=("get_weather", '{"city": "Par'),
         ),
         Row("qwen3_layout_after_reasoning", "\n\n" + paris, [text("\n\n"), call("get_weather", PARIS.args)]),
         Row(
@@ -347,7 +331,7 @@ def hermes_rows() -> list[Row]:
         Row(
             "complete_call_then_cut_call",
             paris + "\n" + w.cut_inside_args(),
-            [call("get_weather", PARIS.args), text("\n"), abandoned("get_weather", '{"city": "Par')],
+            [call("get_weather", PARIS.args), text("\n" + w.cut_inside_args())],
         ),
         Row(
             "undeclared_then_declared",
@@ -363,14 +347,14 @@ def hermes_rows() -> list[Row]:
         ),
         as_text("junk_between_payload_and_closer", '<tool_call>{"name": "get_time"} junk</tool_call>'),
         Row(
-            "junk_after_streamed_arguments",
+            "junk_after_the_arguments_object",
             '<tool_call>{"name": "get_time", "arguments": {}} junk</tool_call>',
-            [abandoned("get_time", "{}"), text("} junk</tool_call>")],
+            [text('<tool_call>{"name": "get_time", "arguments": {}} junk</tool_call>')],
         ),
         Row(
             "wrapper_invalid_after_the_arguments",
             '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}, "x": NaN}</tool_call>',
-            [abandoned("get_weather", '{"city": "Rome"}'), text(', "x": NaN}</tool_call>')],
+            [text('<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}, "x": NaN}</tool_call>')],
         ),
         Row(
             "arguments_before_the_name_reported_whole",
@@ -385,17 +369,17 @@ def hermes_rows() -> list[Row]:
         Row(
             "cut_after_the_arguments",
             '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}',
-            [abandoned("get_weather", '{"city": "Rome"}')],
+            [text('<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}')],
         ),
         Row(
             "marker_quoted_then_cut",
             '<tool_call>{"name": "apply_patch", "arguments": {"input": "a <tool_call> b',
-            [abandoned("apply_patch", '{"input": "a '), text("<tool_call> b")],
+            [text('<tool_call>{"name": "apply_patch", "arguments": {"input": "a <tool_call> b')],
         ),
         Row(
             "part_of_a_marker_then_cut",
             '<tool_call>{"name": "apply_patch", "arguments": {"input": "a </tool_ca',
-            [abandoned("apply_patch", '{"input": "a </tool_ca')],
+            [text('<tool_call>{"name": "apply_patch", "arguments": {"input": "a </tool_ca')],
         ),
         as_text("missing_name", '<tool_call>{"arguments": {"city": "Rome"}}</tool_call>'),
         as_text("two_objects_in_one_call", '<tool_call>{"name": "get_time"}{"name": "get_time"}</tool_call>'),
@@ -414,7 +398,6 @@ class Llama3(Writer):
     parser = "llama3_json"
     opener = "<|python_tag|>"
     closer = "<|eom_id|>"
-    streams = False
 
     def one(self, c: C) -> str:
         return f'{{"name": {json.dumps(c.written, ensure_ascii=False)}, "parameters": {c.args}}}'
@@ -485,9 +468,7 @@ def mistral_rows() -> list[Row]:
     old = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
     return [
         *common_rows(w),
-        restart_row(
-            w, '[TOOL_CALLS]get_weather[ARGS]{"city": "Par', streamed=("get_weather", '{"city": "Par')
-        ),
+        restart_row(w, '[TOOL_CALLS]get_weather[ARGS]{"city": "Par'),
         Row(
             "pre_v11_list",
             "Sure." + old,
@@ -581,7 +562,7 @@ def deepseek_rows(w: DeepSeek) -> list[Row]:
         Row(
             "section_cut_inside_second_call",
             DS_SB + paris + w.between + cut_rome,
-            [call("get_weather", PARIS.args), text(w.between), abandoned("get_weather", '{"city": "Ro')],
+            [call("get_weather", PARIS.args), text(w.between + cut_rome)],
         ),
         Row(
             "call_cut_before_its_end_marker",
@@ -671,7 +652,6 @@ def kimi_rows() -> list[Row]:
         restart_row(
             w,
             K_SB + K_CB + "functions.get_weather:0" + K_ARG + '{"city": "Pa',
-            streamed=("get_weather", '{"city": "Pa'),
         ),
         Row(
             "section_cut_keeps_complete_calls",
@@ -679,7 +659,7 @@ def kimi_rows() -> list[Row]:
             [
                 paris_call,
                 call("get_time", "{}", "functions.get_time:1"),
-                abandoned("get_weather", '{"city": "Ro', "functions.get_weather:2"),
+                text(K_CB + "functions.get_weather:2" + K_ARG + '{"city": "Ro'),
             ],
         ),
         Row("call_cut_before_its_end_marker", K_SB + paris[: -len(K_CE)], [paris_call]),
@@ -750,7 +730,6 @@ class Harmony(Writer):
     parser = "harmony"
     opener = CHANNEL
     closer = CALL
-    streams = False
 
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         markup = "".join(

@@ -7,7 +7,7 @@ come out while the text streams in.
 
 from __future__ import annotations
 
-from accord.pipeline.segments import AbandonedCall, Content, ToolCall, merge_segments
+from accord.pipeline.segments import Content, ToolCall, merge_segments
 from tests.parsers.json_tool_helpers import call_indices, parser, per_character
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -41,11 +41,11 @@ def test_zero_argument_call_has_empty_object_arguments() -> None:
     assert out == [ToolCall(name="get_time", arguments="{}")]
 
 
-def test_call_cut_inside_its_arguments_is_abandoned_with_what_it_streamed() -> None:
-    """Output cut by the token budget inside streamed arguments ends the call unfinished, never done."""
+def test_call_cut_inside_its_arguments_is_text() -> None:
+    """Output cut by the token budget inside the arguments is never a call (SPEC P4): it is text."""
     text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Pa'
     segments = [s for _, s in per_character("hermes", text)]
-    assert merge_segments(segments) == [AbandonedCall(name="get_weather", arguments='{"city": "Pa')]
+    assert merge_segments(segments) == [Content(text=text)]
 
 
 def test_call_cut_before_its_arguments_is_released_as_text_verbatim() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools._jsonscan import UNDECODED
@@ -11,21 +11,6 @@ from accord.pipeline.tools.names import resolve_tool_name
 
 #: How much of a payload's start ``CallFormat.payload_prefix_ok`` sees at most.
 HEAD_LEN = 64
-#: How much of a payload's start ``CallFormat.stream_start`` sees at most: a call whose
-#: arguments begin later is reported whole.
-STREAM_HEAD_LEN = 256
-
-
-class Opening(NamedTuple):
-    """A call that streams: its declared name, the model's id, where its arguments begin in the payload."""
-
-    name: str
-    call_id: str | None
-    at: int
-
-
-#: ``stream_start`` needs more of the payload's head to tell.
-UNDECIDED: Final = "undecided"
 
 
 class CallFormat:
@@ -52,8 +37,6 @@ class CallFormat:
     bare_calls = False
     #: Whether :meth:`payload_prefix_ok` says anything (then a payload's start is checked).
     checks_payload_prefix = False
-    #: Whether :meth:`stream_start` may say yes (then calls can stream their arguments).
-    streams = False
     header_cap = 256
     #: An opener with nothing after it at the end of the output is dropped, not shown
     #: (Mistral's ``[TOOL_CALLS]`` is one special token).
@@ -74,21 +57,6 @@ class CallFormat:
         """
         del head
         return True
-
-    def stream_start(
-        self, opener: str, header: str, head: str, tools: Sequence[ToolSpec]
-    ) -> Opening | Literal["undecided"] | None:
-        """Whether the call whose payload starts with ``head`` streams its arguments.
-
-        Called once the header is complete and the payload's first bracket has arrived, then
-        again as ``head`` grows (up to ``STREAM_HEAD_LEN``) while the answer is ``UNDECIDED``.
-        An :class:`Opening` is given only when the name is complete and resolves to a declared
-        tool and the arguments' ``{`` is in ``head``; if that call completes, :meth:`calls`
-        must report exactly that name and id, with arguments that are the payload's text
-        from ``at`` on. ``None``: the call is reported whole (the default).
-        """
-        del opener, header, head, tools
-        return None
 
     def calls(
         self,
@@ -111,4 +79,4 @@ def resolve(raw_name: str, tools: Sequence[ToolSpec]) -> str | None:
     return None if spec is None else spec.name
 
 
-__all__ = ["HEAD_LEN", "STREAM_HEAD_LEN", "UNDECIDED", "CallFormat", "Opening", "resolve"]
+__all__ = ["HEAD_LEN", "CallFormat", "resolve"]

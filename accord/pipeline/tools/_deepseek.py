@@ -8,19 +8,18 @@ Both write calls inside ``<｜tool▁calls▁begin｜>…<｜tool▁calls▁end�
 
 Each call is reported when its own end marker arrives, so a whole call (or several) in one
 chunk is as good as one split anywhere (vllm #48020). The name is the header up to the
-separator only, so two calls never merge into one (vllm #25405). The header names the tool
-before the arguments begin, so a call streams its arguments from their ``{``.
+separator only, so two calls never merge into one (vllm #25405).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
+from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, is_object
 from accord.pipeline.tools.markup import (
@@ -49,7 +48,6 @@ class DeepSeekFormat(CallFormat):
     section_begins = (SECTION_BEGIN,)
     section_ends = (SECTION_END,)
     fence = True
-    streams = True
 
     def __init__(self, header: re.Pattern[str], *, header_only: bool) -> None:
         self._header = header
@@ -58,12 +56,6 @@ class DeepSeekFormat(CallFormat):
     def _named(self, header: str, tools: Sequence[ToolSpec]) -> str | None:
         m = self._header.fullmatch(header)
         return None if m is None else resolve(m.group("name"), tools)
-
-    def stream_start(
-        self, opener: str, header: str, head: str, tools: Sequence[ToolSpec]
-    ) -> Opening | Literal["undecided"] | None:
-        name = self._named(header, tools)
-        return None if name is None else Opening(name, None, 0)
 
     def calls(
         self,

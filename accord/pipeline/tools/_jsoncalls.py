@@ -22,34 +22,31 @@ Theory of operation
 
 A call that completes is validated once, whole, by the format's ``calls``: strict JSON,
 a declared name (``resolve_tool_name``), arguments that are an object. Then it is reported
-as one :class:`ToolCall` with the arguments exactly as written. A call that fails before it
-streams (bad header, invalid or unterminated JSON, undeclared name) has its opener released
-as text and everything after the opener is parsed again as text: so a restarted opener is
-parsed from the restart and the abandoned prefix is text, and an unterminated call at
-``finish`` is text (SPEC P7). A call whose payload is complete and valid but whose closer
-never came (output cut by the token budget) is still reported at ``finish``.
+as one :class:`ToolCall` with the arguments exactly as written. A call that fails (bad
+header, invalid or unterminated JSON, undeclared name, something other than its closer after
+the payload) has its opener released as text and everything after the opener is parsed
+again as text: so a restarted opener is parsed from the restart and the abandoned prefix is
+text, and an unterminated call at ``finish`` is text (SPEC P7). A call whose payload is
+complete and valid but whose closer never came (output cut by the token budget) is still
+reported at ``finish``.
 
-Streamed calls
---------------
-Where the format can tell, from the header and the payload's head, that the call names a
-declared tool and where its arguments object begins (``CallFormat.stream_start``), the call
-opens as soon as that ``{`` has arrived: :class:`CallOpened`, then :class:`CallArguments` with
-the argument text as the scanner accepts it, and :class:`CallClosed` once the call completes
-and validates exactly as above, with the deltas joining into its arguments. Only a suffix
-that may be the start of a marker is held back; from a marker quoted inside the arguments on,
-nothing more is sent until the call is decided. A call that fails after it opened cannot take
-back what it sent: it ends with :class:`CallAbandoned`, keeping its markup and the argument
-text it sent, and the parser reads on as text right after that text (from the quoted marker,
-if any, so a restart is still parsed from the restart). A payload decoded whole in one step
-streams only if its call fails; when it completes it is reported as one :class:`ToolCall`,
-which ``merge_segments`` makes of a streamed call too.
+Calls are never streamed (SPEC P4)
+----------------------------------
+Nothing of a call goes out before it has completed and validated: no argument deltas, no
+opened item. Arguments can stop being JSON, or the output can stop inside them, at any
+character before the closer, and a client acts on every call a completed response holds; a
+call whose arguments were streamed could only be taken back by ending it ``incomplete``
+inside a ``completed`` response. Holding the call until its closer costs the client the
+arguments' progress and nothing else: the parser buffers the payload for validation in any
+case, and the response's keepalives go on meanwhile. So a completed response holds only
+completed calls with valid JSON arguments, an output cut inside a call is text in an
+``incomplete`` response, and a failed call reads the same in every chunking as in the
+whole text (SPEC P3).
 
 Every decision depends only on the text, never on where a chunk ended, so streaming gives
-the whole-text segments (SPEC P3): whether a call streams depends only on its header and the
-first ``STREAM_HEAD_LEN`` characters of its payload, and what an abandoned call keeps is its
-argument text up to the earliest of the failure, the arguments' end and a quoted marker. The parser walks each buffer by position and never copies
-what is left of it: markers are found with a :class:`MarkerFinder`, a call's chunks are
-collected in a list and joined once, and a failed call that began in the same buffer is
+the whole-text segments (SPEC P3). The parser walks each buffer by position and never
+copies what is left of it: markers are found with a :class:`MarkerFinder`, a call's chunks
+are collected in a list and joined once, and a failed call that began in the same buffer is
 re-read by moving back to just after its opener. The only text looked at twice is a failed
 call's body.
 
@@ -70,17 +67,8 @@ from typing import Any
 
 from accord.pipeline._finder import MarkerFinder
 from accord.pipeline.holdback import MarkerSet, find_first
-from accord.pipeline.segments import (
-    CallAbandoned,
-    CallArguments,
-    CallClosed,
-    CallOpened,
-    Content,
-    ParsedSegment,
-    ToolSpec,
-)
-from accord.pipeline.tools._argstream import ArgumentStream
-from accord.pipeline.tools._callformat import HEAD_LEN, STREAM_HEAD_LEN, UNDECIDED, CallFormat, Opening
+from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
+from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
 from accord.pipeline.tools._jsonscan import INVALID, MORE, UNDECODED, JsonScanner, decode_at
 
 
@@ -149,16 +137,6 @@ class JsonCallParser:
         self._tail: list[str] = []
         self._partial = ""
         self._fenced = False
-        # Streaming the arguments (see "Streamed calls"): the payload's head while the
-        # format cannot yet tell, the call once it streams (``_streaming``: opened; ``_args_open``:
-        # its arguments still arriving), and its argument text on the way out.
-        self._payload_len = 0
-        self._stream_decided = True
-        self._stream_head = ""
-        self._opening: Opening | None = None
-        self._streaming = False
-        self._args_open = False
-        self._args = ArgumentStream(self._text_markers)
         # A buffer to continue with instead of the current one (a failed call from an earlier
         # chunk, read again), with the position to start at.
         self._switch: tuple[str, int] | None = None
@@ -184,11 +162,6 @@ class JsonCallParser:
             e = self._scanner.feed(text)
             if e == MORE:
                 self._payload.append(text)
-                self._payload_len += len(text)
-                if self._args_open:
-                    self._out = []
-                    self._args.feed(text, self._out)
-                    return self._out
                 return []
             self._out = []
             self._opened_at = -1
@@ -327,16 +300,8 @@ class JsonCallParser:
                 # is then asked only if the call fails (it completes in this very step).
                 self._decoded, e = decode_at(buf, pos)
             if e is None or e < 0:
-                if not self._stream_decided:
-                    self._decide_stream(buf, pos)
-                if self._opening is not None and not self._streaming:
-                    self._open_streaming()
                 e = self._scanner.feed(buf, pos)
         if e == INVALID:
-            if self._streaming:
-                j = self._scanner.invalid_at
-                self._take(buf[pos:j])
-                return self._fail(buf, j)
             return self._fail(buf, pos)
         end = len(buf) if e == MORE else e
         if not self._head_decided:
@@ -346,22 +311,16 @@ class JsonCallParser:
                 return self._fail(buf, pos)
             if verdict or len(self._head) >= HEAD_LEN:
                 self._head_decided = True
-                self._payload_fast = self._stream_decided
+                self._payload_fast = True
         if self._fmt.hard_closers and (self._closer_held or self._closer_set.may_occur_in(buf[pos:end])):
             window = self._closer_held + buf[pos:end]
             if find_first(window, self._fmt.closers)[0] >= 0:
                 return self._fail(buf, pos)
             held = self._closer_set.partial_len(window)
             self._closer_held = window[len(window) - held :] if held else ""
-        self._take(buf[pos:end])
+        self._payload.append(buf[pos:end])
         if e == MORE:
             return end
-        if self._scanner.target:
-            # The arguments inside the wrapper ended; the wrapper goes on.
-            self._scanner.target = 0
-            self._args_open = False
-            return e
-        self._args_open = False
         payload = "".join(self._payload)
         if not self._ends:
             return self._complete(payload, buf, e, e)
@@ -424,17 +383,6 @@ class JsonCallParser:
         self._tail = []
         self._partial = ""
         self._fenced = False
-        self._payload_len = 0
-        self._stream_decided = not self._fmt.streams
-        self._stream_head = ""
-        self._payload_fast = self._payload_fast and self._stream_decided
-        self._end_call()
-        self._args.reset()
-
-    def _end_call(self) -> None:
-        self._opening = None
-        self._streaming = False
-        self._args_open = False
 
     def _complete(
         self,
@@ -456,15 +404,8 @@ class JsonCallParser:
         if not calls:
             return self._fail(buf, taken)
         self._pending.clear()
-        if self._streaming:
-            unsent = calls[0].arguments[self._args.sent :]
-            if unsent:
-                self._out.append(CallArguments(delta=unsent))
-            self._out.append(CallClosed())
-        else:
-            self._flush()
-            self._out.extend(calls)
-        self._end_call()
+        self._flush()
+        self._out.extend(calls)
         self._section_ok = True
         self._mode = _TEXT
         self._bare = self._after_call = self._fmt.bare_calls
@@ -476,13 +417,8 @@ class JsonCallParser:
     def _fail(self, buf: str, taken: int) -> int:
         """Release the opener (and the markup held before it) as text and read on after it.
 
-        ``taken``: how much of ``buf`` the call state holds already. A call that streams is
-        abandoned instead.
+        ``taken``: how much of ``buf`` the call state holds already.
         """
-        if not self._stream_decided and self._decoded is not UNDECODED:
-            self._decide_stream("".join(self._payload), 0)
-        if self._opening is not None:
-            return self._abandon(buf, taken)
         self._mode = _TEXT
         self._release(self._opener)
         self._bare = self._after_call = False
@@ -491,85 +427,6 @@ class JsonCallParser:
         body = self._header + "".join(self._payload) + "".join(self._tail) + buf[taken:]
         self._switch = (body, 0)
         return len(buf)
-
-    # -- streamed calls --------------------------------------------------------------------
-
-    def _decide_stream(self, buf: str, pos: int) -> None:
-        prev = self._stream_head
-        piece = buf[pos : pos + STREAM_HEAD_LEN - len(prev)]
-        head = prev + piece
-        if prev and "{" not in piece and len(head) < STREAM_HEAD_LEN:
-            # Asked before and undecided: only the arguments' "{" can make the answer yes.
-            self._stream_head = head
-            return
-        verdict = self._fmt.stream_start(self._opener, self._header, head, self._tools)
-        if verdict == UNDECIDED and len(head) < STREAM_HEAD_LEN:
-            self._stream_head = head
-            return
-        self._stream_decided = True
-        self._stream_head = ""
-        self._payload_fast = self._head_decided
-        if isinstance(verdict, Opening):
-            self._opening = verdict
-
-    def _open_call(self) -> None:
-        assert self._opening is not None
-        self._pending.clear()
-        self._flush()
-        self._out.append(CallOpened(name=self._opening.name, call_id=self._opening.call_id))
-        self._streaming = True
-
-    def _open_streaming(self) -> None:
-        """Open the call and stream its arguments as the scanner takes them in."""
-        assert self._opening is not None
-        self._open_call()
-        self._args_open = True
-        if self._opening.at:
-            # The arguments are a member of a wrapper: the scan stops where they end.
-            self._scanner.target = 1
-
-    def _take(self, piece: str) -> None:
-        """Payload text the scanner accepted; the part that is arguments streams."""
-        before = self._payload_len
-        self._payload.append(piece)
-        self._payload_len = before + len(piece)
-        if self._args_open:
-            assert self._opening is not None
-            skip = self._opening.at - before
-            self._args.feed(piece[skip:] if skip > 0 else piece, self._out)
-
-    def _abandon(self, buf: str, taken: int) -> int:
-        """End the streamed call unfinished and read on as text right after what it sent."""
-        opening = self._opening
-        assert opening is not None
-        payload: str | None = None
-        if not self._streaming:
-            # The payload arrived whole and valid (decoded in one call), but what follows it
-            # is not the call's end: the call streams now, all at once, and is abandoned.
-            payload = "".join(self._payload)
-            self._open_call()
-            self._args.feed(payload[opening.at : self._args_end(payload, opening.at)], self._out)
-        self._args.release(self._out)
-        self._out.append(CallAbandoned())
-        resume = opening.at + self._args.sent
-        self._end_call()
-        self._mode = _TEXT
-        self._section_ok = True
-        self._bare = self._after_call = False
-        if self._opened_at >= 0:
-            return self._opened_at + len(self._header) + resume
-        if payload is None:
-            payload = "".join(self._payload)
-        self._switch = (payload[resume:] + "".join(self._tail) + buf[taken:], 0)
-        return len(buf)
-
-    @staticmethod
-    def _args_end(payload: str, at: int) -> int:
-        """Where arguments starting at ``at`` of a valid payload end."""
-        if not at:
-            return len(payload)
-        end = decode_at(payload, at, len(payload))[1]
-        return end if end >= 0 else len(payload)
 
     def _finish_call(self) -> None:
         if self._mode is _TAIL:

@@ -7,19 +7,18 @@ the tool result, so the item tracker uses it (or maps it) rather than minting on
 
 Each call is reported when its ``<|tool_call_end|>`` arrives, so calls before a cut-off
 section survive (dynamo #8208), and a call whose end marker never came is still reported at
-the end when its arguments are complete. The header names the tool and its id before the
-arguments begin, so a call streams its arguments from their ``{``.
+the end when its arguments are complete.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
+from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, is_object
 from accord.pipeline.tools.markup import (
@@ -42,7 +41,6 @@ class KimiFormat(CallFormat):
     empty_section_is_markup = True
     soft_closers = section_ends
     header_only = True
-    streams = True
 
     @staticmethod
     def _named(header: str, tools: Sequence[ToolSpec]) -> tuple[str, str] | None:
@@ -54,12 +52,6 @@ class KimiFormat(CallFormat):
         named = _ID.fullmatch(call_id)
         name = resolve(named.group("name") if named else call_id, tools)
         return None if name is None else (name, call_id)
-
-    def stream_start(
-        self, opener: str, header: str, head: str, tools: Sequence[ToolSpec]
-    ) -> Opening | Literal["undecided"] | None:
-        named = self._named(header, tools)
-        return None if named is None else Opening(named[0], named[1], 0)
 
     def calls(
         self,

@@ -8,20 +8,19 @@
 There is no closer: a call ends with its JSON. A pre-v11 list is one block: it is reported
 only when every element is a valid call to a declared tool, otherwise all of it is text.
 
-A v11 call streams its arguments from their ``{`` (its header has named the tool). Pre-v11
-calls are reported whole: a list is all or nothing, and a single object may name its ``id``
-after its arguments, too late for the call's first event.
+Every call is reported whole once its JSON is complete and valid (SPEC P4); a pre-v11
+list is all or nothing.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
+from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._hermes import call_from_members, wrapper_call
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, array_elements, is_object, object_members
@@ -37,7 +36,6 @@ class MistralFormat(CallFormat):
     opener_at_end_is_markup = True
     array_payload = True
     header_cap = 128
-    streams = True
 
     @staticmethod
     def _v11(header: str, tools: Sequence[ToolSpec]) -> tuple[str, str | None] | None:
@@ -47,14 +45,6 @@ class MistralFormat(CallFormat):
             return None
         name = resolve(m.group("name"), tools)
         return None if name is None else (name, m.group("id"))
-
-    def stream_start(
-        self, opener: str, header: str, head: str, tools: Sequence[ToolSpec]
-    ) -> Opening | Literal["undecided"] | None:
-        if not header.strip() or not head.startswith("{"):
-            return None
-        named = self._v11(header, tools)
-        return None if named is None else Opening(named[0], named[1], 0)
 
     def calls(
         self,
