@@ -8,6 +8,9 @@ every family.
 
 Theory of operation
 -------------------
+The parser is in one mode at a time; each mode's state is its own small value
+(``_jsonstate.py``), made fresh when the mode is entered.
+
 ``TEXT``     content. Text before an opener is emitted; a suffix that could start an opener
              (or a section marker) is held back until the next chunk decides it.
 ``HEADER``   after an opener, up to the payload's first bracket. Bounded (``header_cap``),
@@ -60,39 +63,21 @@ whitespace-only text out of the items).
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from accord.pipeline._finder import MarkerFinder
 from accord.pipeline.holdback import MarkerSet, find_first
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
-from accord.pipeline.tools._jsonscan import INVALID, MORE, UNDECODED, JsonScanner, decode_at
+from accord.pipeline.tools._jsonscan import INVALID, MORE, JsonScanner, decode_at
+from accord.pipeline.tools._jsonstate import Call, Mode, Payload, Tail, TextOut, skip_ws
 
-
-class _Mode(enum.Enum):
-    """Where the parser is in the text (see "Theory of operation")."""
-
-    TEXT = "text"
-    HEADER = "header"
-    PAYLOAD = "payload"
-    TAIL = "tail"
-
-
-_TEXT, _HEADER, _PAYLOAD, _TAIL = _Mode.TEXT, _Mode.HEADER, _Mode.PAYLOAD, _Mode.TAIL
+_TEXT, _HEADER, _PAYLOAD, _TAIL = Mode.TEXT, Mode.HEADER, Mode.PAYLOAD, Mode.TAIL
 
 _NOT_WS = re.compile(r"[^ \t\r\n]")
 _NOT_SEP = re.compile(r"[^ \t\r\n;]")
 _FENCE = "```"
-
-
-def _skip_ws(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in " \t\r\n":
-        i += 1
-    return i
 
 
 class JsonCallParser:
@@ -107,42 +92,26 @@ class JsonCallParser:
         self._lead = re.compile("[" + re.escape(self._text_set.firsts) + "]")
         self._ends = (*fmt.closers, *fmt.soft_closers)
         self._end_max = max((len(m) for m in self._ends), default=1)
+        self._hard = fmt.hard_closers
+        self._closer_set = MarkerSet(fmt.closers)
+        self._checks_head = fmt.checks_payload_prefix
         self._mode = _TEXT
+        # A suffix of the last chunk that may start a marker.
         self._held = ""
-        # Markup before a call (section opener, separators), dropped when a call follows.
-        self._pending: list[str] = []
-        self._pending_droppable = False
+        self._text = TextOut()
+        # The last call reported was in a section whose end may follow.
         self._section_ok = False
         self._bare = fmt.bare_calls
         self._after_call = False
-        # The open call: its opener, where its body starts in the current buffer (-1: in an
-        # earlier one), and what of it has been taken in so far.
-        self._opener = ""
-        self._opened_at = -1
-        self._header = ""
-        self._payload: list[str] = []
-        self._payload_text = ""
-        self._head = ""
-        self._head_decided = False
-        self._decoded: Any = UNDECODED
-        # Payload chunks need nothing but the scanner (no prefix check, no hard closers).
-        self._payload_fast = False
-        # Hard closers: the end of the payload so far that could start one.
-        self._hard = fmt.hard_closers
-        self._closer_set = MarkerSet(fmt.closers)
-        self._closer_held = ""
+        # The open call and its modes' state (fresh values while in TEXT).
+        self._call = Call("", -1)
+        self._pl = Payload(head_decided=True, fast=True)
+        self._tl = Tail()
         self._scanner = JsonScanner()
-        # After the payload: the tail text taken in from earlier chunks, and its last
-        # non-whitespace run, which must still grow into a closer (or DeepSeek's fence).
-        self._tail: list[str] = []
-        self._partial = ""
-        self._fenced = False
         # A buffer to continue with instead of the current one (a failed call from an earlier
         # chunk, read again), with the position to start at.
         self._switch: tuple[str, int] | None = None
         self._out: list[ParsedSegment] = []
-        # Text for the next Content segment, joined once (a run of released markup is many pieces).
-        self._text: list[str] = []
 
     # -- ToolCallParser ------------------------------------------------------------------
 
@@ -151,20 +120,20 @@ class JsonCallParser:
             return []
         mode = self._mode
         if mode is _TEXT:
-            if not (self._held or self._pending or self._bare) and self._lead.search(text) is None:
+            if not (self._held or self._text.pending or self._bare) and self._lead.search(text) is None:
                 return [Content(text=text)]
         elif (
             mode is _PAYLOAD
-            and self._payload_fast
-            and not (self._hard and (self._closer_held or self._closer_set.may_occur_in(text)))
+            and self._pl.fast
+            and not (self._hard and (self._pl.closer_held or self._closer_set.may_occur_in(text)))
         ):
             # Most chunks of a call land here: one scanner step, no copies.
             e = self._scanner.feed(text)
             if e == MORE:
-                self._payload.append(text)
+                self._pl.chunks.append(text)
                 return []
             self._out = []
-            self._opened_at = -1
+            self._call.opened_at = -1
             self._continue(text, self._scan_payload(text, 0, e))
             return self._flush()
         self._out = []
@@ -175,26 +144,22 @@ class JsonCallParser:
     def finish(self) -> list[ParsedSegment]:
         self._out = []
         while self._mode is not _TEXT:
-            self._opened_at = -1
+            self._call.opened_at = -1
             self._finish_call()
             if self._switch is not None:
                 buf, pos = self._switch
                 self._switch = None
                 self._run(buf, pos)
         held, self._held = self._held, ""
-        self._emit(held)
-        if self._pending:
-            if self._pending_droppable:
-                self._pending.clear()
-            else:
-                self._release("")
+        self._text.emit(held)
+        self._text.finish()
         return self._flush()
 
     # -- modes -----------------------------------------------------------------------------
 
     def _run(self, buf: str, pos: int) -> None:
         if self._mode is not _TEXT:
-            self._opened_at = -1
+            self._call.opened_at = -1
         self._continue(buf, pos)
 
     def _continue(self, buf: str, pos: int) -> None:
@@ -225,11 +190,11 @@ class JsonCallParser:
         if self._bare:
             m = (_NOT_SEP if self._after_call else _NOT_WS).search(buf, pos)
             if m is None:
-                self._separator(buf[pos:])
+                self._text.separator(buf[pos:], self._after_call)
                 return len(buf)
             i = m.start()
             if buf[i] == "{":
-                self._separator(buf[pos:i])
+                self._text.separator(buf[pos:i], self._after_call)
                 self._open("", i)
                 return i
             self._bare = False
@@ -237,31 +202,33 @@ class JsonCallParser:
         if at < 0:
             n = len(buf)
             held = self._text_set.partial_len(buf, pos)
-            self._emit(buf[pos : n - held])
+            self._text.emit(buf[pos : n - held])
             self._held = buf[n - held :] if held else ""
             return n
-        self._emit(buf[pos:at])
+        self._text.emit(buf[pos:at])
         after = at + len(marker)
         if marker in self._openers:
             self._open(marker, after)
         elif marker in self._fmt.section_begins:
-            self._pending.append(marker)
-            self._pending_droppable = False
+            self._text.pending.append(marker)
+            self._text.droppable = False
             self._section_ok = False
         elif self._section_ok or (
-            self._fmt.empty_section_is_markup and any(p in self._fmt.section_begins for p in self._pending)
+            self._fmt.empty_section_is_markup
+            and any(p in self._fmt.section_begins for p in self._text.pending)
         ):
             # The end of a section that held calls, or of an empty one (only whitespace
             # since its begin): markup, dropped with the begin.
-            self._pending.clear()
+            self._text.pending.clear()
             self._section_ok = False
         else:
-            self._release(marker)
+            self._text.release(marker)
         return after
 
     def _scan_header(self, buf: str, pos: int) -> int:
         fmt = self._fmt
-        prev = self._header
+        call = self._call
+        prev = call.header
         # A header longer than the cap fails, so no more than that is ever looked at.
         end = min(len(buf), pos + fmt.header_cap - len(prev) + self._end_max + 1)
         j = buf.find("{", pos, end)
@@ -283,82 +250,80 @@ class JsonCallParser:
             if after >= len(prev):
                 return self._complete(None, buf, pos + after - len(prev), pos, header=header)
             return self._complete(None, buf, stop, pos, carry=combined[after:], header=header)
-        if len(combined) - self._end_max >= fmt.header_cap or not fmt.header_prefix_ok(
-            self._opener, combined
-        ):
+        if len(combined) - self._end_max >= fmt.header_cap or not fmt.header_prefix_ok(call.opener, combined):
             return self._fail(buf, pos)
-        self._header = combined
+        call.header = combined
         if j >= 0:
             self._mode = _PAYLOAD
         return stop
 
     def _scan_payload(self, buf: str, pos: int, e: int | None = None) -> int:
+        pl = self._pl
         if e is None:
-            if not self._payload:
+            if not pl.chunks:
                 # A payload that is all here (whole text, big chunks) is decoded in one C call;
-                # valid JSON ends where the scanner would have found its end. Whether it streams
-                # is then asked only if the call fails (it completes in this very step).
-                self._decoded, e = decode_at(buf, pos)
+                # valid JSON ends where the scanner would have found its end.
+                pl.decoded, e = decode_at(buf, pos)
             if e is None or e < 0:
                 e = self._scanner.feed(buf, pos)
         if e == INVALID:
             return self._fail(buf, pos)
         end = len(buf) if e == MORE else e
-        if not self._head_decided:
-            self._head += buf[pos : min(end, pos + HEAD_LEN - len(self._head))]
-            verdict = self._fmt.payload_prefix_ok(self._head)
+        if not pl.head_decided:
+            pl.head += buf[pos : min(end, pos + HEAD_LEN - len(pl.head))]
+            verdict = self._fmt.payload_prefix_ok(pl.head)
             if verdict is False:
                 return self._fail(buf, pos)
-            if verdict or len(self._head) >= HEAD_LEN:
-                self._head_decided = True
-                self._payload_fast = True
-        if self._fmt.hard_closers and (self._closer_held or self._closer_set.may_occur_in(buf[pos:end])):
-            window = self._closer_held + buf[pos:end]
+            if verdict or len(pl.head) >= HEAD_LEN:
+                pl.head_decided = pl.fast = True
+        if self._hard and (pl.closer_held or self._closer_set.may_occur_in(buf[pos:end])):
+            window = pl.closer_held + buf[pos:end]
             if find_first(window, self._fmt.closers)[0] >= 0:
                 return self._fail(buf, pos)
             held = self._closer_set.partial_len(window)
-            self._closer_held = window[len(window) - held :] if held else ""
-        self._payload.append(buf[pos:end])
+            pl.closer_held = window[len(window) - held :] if held else ""
+        pl.chunks.append(buf[pos:end])
         if e == MORE:
             return end
-        payload = "".join(self._payload)
+        payload = "".join(pl.chunks)
         if not self._ends:
             return self._complete(payload, buf, e, e)
-        self._payload_text = payload
+        self._tl = Tail(payload)
         self._mode = _TAIL
         return e
 
     def _scan_tail(self, buf: str, pos: int) -> int:
         fmt = self._fmt
+        tl = self._tl
         n = len(buf)
         i = pos
         while True:
-            if not self._partial:
-                i = _skip_ws(buf, i)
+            if not tl.partial:
+                i = skip_ws(buf, i)
                 if i == n:
-                    self._tail.append(buf[pos:])
+                    tl.chunks.append(buf[pos:])
                     return n
-            held = self._partial
+            held = tl.partial
             candidate = held + buf[i : i + self._end_max]
-            if fmt.fence and not self._fenced and candidate.startswith("`"):
+            if fmt.fence and not tl.fenced and candidate.startswith("`"):
                 if candidate.startswith(_FENCE):
-                    self._fenced = True
-                    self._partial = ""
+                    tl.fenced = True
+                    tl.partial = ""
                     i += len(_FENCE) - len(held)
                     continue
                 if _FENCE.startswith(candidate):
-                    self._partial = candidate
-                    self._tail.append(buf[pos:])
+                    tl.partial = candidate
+                    tl.chunks.append(buf[pos:])
                     return n
             for closer in fmt.closers:
                 if candidate.startswith(closer):
-                    return self._complete(self._payload_text, buf, i + len(closer) - len(held), pos)
+                    return self._complete(tl.payload, buf, i + len(closer) - len(held), pos)
             for closer in fmt.soft_closers:
                 if candidate.startswith(closer):
-                    return self._complete(self._payload_text, buf, i, pos, carry=held)
+                    return self._complete(tl.payload, buf, i, pos, carry=held)
             if len(candidate) - len(held) == n - i and any(m.startswith(candidate) for m in self._ends):
-                self._partial = candidate
-                self._tail.append(buf[pos:])
+                tl.partial = candidate
+                tl.chunks.append(buf[pos:])
                 return n
             return self._fail(buf, pos)
 
@@ -366,23 +331,11 @@ class JsonCallParser:
 
     def _open(self, opener: str, at: int) -> None:
         self._mode = _HEADER
-        self._opener = opener
-        self._opened_at = at
-        self._reset_call()
-
-    def _reset_call(self) -> None:
-        self._header = ""
-        self._payload = []
-        self._payload_text = ""
-        self._head = ""
-        self._head_decided = not self._fmt.checks_payload_prefix
-        self._decoded = UNDECODED
-        self._payload_fast = not self._fmt.checks_payload_prefix
-        self._closer_held = ""
+        self._call = Call(opener, at)
+        checks = self._checks_head
+        self._pl = Payload(head_decided=not checks, fast=not checks)
+        self._tl = Tail()
         self._scanner.reset()
-        self._tail = []
-        self._partial = ""
-        self._fenced = False
 
     def _complete(
         self,
@@ -398,12 +351,13 @@ class JsonCallParser:
         ``taken``: how much of ``buf`` the call state holds already (for a failure's re-read).
         ``header``: the header, when the state does not hold it (a call without payload).
         """
+        call = self._call
         if header is None:
-            header = self._header
-        calls = self._fmt.calls(self._opener, header, payload, self._tools, self._decoded)
+            header = call.header
+        calls = self._fmt.calls(call.opener, header, payload, self._tools, self._pl.decoded)
         if not calls:
             return self._fail(buf, taken)
-        self._pending.clear()
+        self._text.pending.clear()
         self._flush()
         self._out.extend(calls)
         self._section_ok = True
@@ -419,67 +373,31 @@ class JsonCallParser:
 
         ``taken``: how much of ``buf`` the call state holds already.
         """
+        call = self._call
         self._mode = _TEXT
-        self._release(self._opener)
+        self._text.release(call.opener)
         self._bare = self._after_call = False
-        if self._opened_at >= 0:
-            return self._opened_at
-        body = self._header + "".join(self._payload) + "".join(self._tail) + buf[taken:]
+        if call.opened_at >= 0:
+            return call.opened_at
+        body = call.header + "".join(self._pl.chunks) + "".join(self._tl.chunks) + buf[taken:]
         self._switch = (body, 0)
         return len(buf)
 
     def _finish_call(self) -> None:
         if self._mode is _TAIL:
             # Only whitespace or part of a closer came after a complete payload.
-            self._complete(self._payload_text, "", 0, 0)
-        elif self._mode is _HEADER and self._fmt.opener_at_end_is_markup and not self._header.strip():
+            self._complete(self._tl.payload, "", 0, 0)
+        elif self._mode is _HEADER and self._fmt.opener_at_end_is_markup and not self._call.header.strip():
             # The output stopped right after the opener: a special token, not text to show.
             self._mode = _TEXT
             self._bare = self._after_call = False
-            self._emit(self._header)
+            self._text.emit(self._call.header)
         else:
             self._fail("", 0)
 
-    # -- text ------------------------------------------------------------------------------
-
-    def _separator(self, text: str) -> None:
-        """Whitespace (and ``;`` after a call) where a bare call may still follow."""
-        if not text:
-            return
-        if self._after_call:
-            if not self._pending:
-                self._pending_droppable = True
-            self._pending.append(text)
-        else:
-            self._emit(text)
-
-    def _emit(self, text: str) -> None:
-        if not text:
-            return
-        if self._pending:
-            if text.isspace():
-                self._pending.append(text)
-                return
-            self._release(text)
-            return
-        self._content(text)
-
-    def _release(self, text: str) -> None:
-        if self._pending:
-            text = "".join(self._pending) + text
-            self._pending.clear()
-        self._content(text)
-
-    def _content(self, text: str) -> None:
-        if text:
-            self._text.append(text)
-
     def _flush(self) -> list[ParsedSegment]:
         """The segments so far, with the text collected since the last call as one Content."""
-        if self._text:
-            self._out.append(Content(text="".join(self._text)))
-            self._text.clear()
-        return self._out
+        return self._text.flush(self._out)
 
 
 __all__ = ["JsonCallParser"]
