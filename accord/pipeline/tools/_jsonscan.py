@@ -39,36 +39,26 @@ def _skip_ws(text: str, i: int) -> int:
 
 
 class JsonScanner:
-    """Finds the end of one JSON object or array fed in chunks, starting at its bracket.
+    """Finds the end of one JSON object or array fed in chunks, starting at its bracket."""
 
-    ``target``: the depth whose return ends the scan (0: the whole value). With 1, the scan
-    stops after the first bracket that closes back to the outer value's level, which is how
-    the end of an object nested in a wrapper (Hermes' ``arguments``) is found on the way.
-    """
-
-    __slots__ = ("_depth", "_escape", "_in_string", "invalid_at", "target")
+    __slots__ = ("_depth", "_escape", "_in_string")
 
     def __init__(self) -> None:
         self._depth = 0
         self._in_string = False
         self._escape = False
-        self.target = 0
-        #: Where the last :data:`INVALID` answer found its character.
-        self.invalid_at = -1
 
     def reset(self) -> None:
         self._depth = 0
         self._in_string = False
         self._escape = False
-        self.target = 0
-        self.invalid_at = -1
 
     def feed(self, text: str, start: int = 0) -> int:
         """Index in ``text`` just past the closing bracket, or :data:`MORE`, or :data:`INVALID`.
 
         Scanning starts at ``start``; everything before it has been fed already.
         """
-        depth, in_string, target = self._depth, self._in_string, self.target
+        depth, in_string = self._depth, self._in_string
         i, n = start, len(text)
         if self._escape and i < n:
             self._escape = False
@@ -99,11 +89,10 @@ class JsonScanner:
                     depth += 1
                 elif c == "}" or c == "]":
                     depth -= 1
-                    if depth == target:
+                    if depth == 0:
                         self._depth, self._in_string = depth, False
                         return j + 1
                 else:
-                    self.invalid_at = j
                     return INVALID
                 i = j + 1
         self._depth, self._in_string = depth, in_string
