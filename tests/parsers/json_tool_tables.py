@@ -135,6 +135,11 @@ class Writer:
         """
         return [text(markup)]
 
+    def undeclared(self, markup: str, args: str) -> list[Seg]:
+        """What one call to an undeclared tool, ``markup``, parses to: text, as written."""
+        del args
+        return [text(markup)]
+
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         raise NotImplementedError
 
@@ -237,7 +242,7 @@ def common_rows(w: Writer) -> list[Row]:
         as_text("stray_closer_is_text", f"done {w.closer} ok"),
     ]
     undeclared, _ = w.block([C("launch_rocket", '{"x": 1}', raw="launch_rocket")])
-    rows.append(as_text("undeclared_tool_released", undeclared))
+    rows.append(Row("undeclared_tool_released", undeclared, w.undeclared(undeclared, '{"x": 1}')))
     bad = C("get_weather", '{"city": Paris}')
     invalid, _ = w.block([bad])
     rows.append(Row("invalid_json_released", invalid, w.stopped(invalid)))
@@ -256,7 +261,7 @@ def common_rows(w: Writer) -> list[Row]:
     broken, _ = w.block([C("get_weather", '{"city": "Paris",}')])
     rows.append(compose(w, "broken_call_then_valid_call", broken, " Retrying: ", (ROME,)))
     empty, _ = w.block([C("get_weather", '{"city": "Paris"}', raw="")])
-    rows.append(as_text("empty_name_released", empty))
+    rows.append(Row("empty_name_released", empty, w.undeclared(empty, '{"city": "Paris"}')))
     return rows
 
 
@@ -731,6 +736,11 @@ class Harmony(Writer):
     opener = CHANNEL
     closer = CALL
 
+    def undeclared(self, markup: str, args: str) -> list[Seg]:
+        """A message to a recipient no declared tool answers shows its body; the header is structure."""
+        del markup
+        return [commentary(args)]
+
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         markup = "".join(
             harmony_call(c.written, c.args, in_role=(first + i) % 2 == 1, first=first + i == 0)
@@ -768,8 +778,36 @@ def harmony_tool_rows() -> list[Row]:
             f"{CHANNEL}commentary to=functions.get_time{MESSAGE}{CALL}",
             [call("get_time", "{}")],
         ),
-        as_text(
-            "builtin_recipient_undeclared", f'{CHANNEL}analysis to=browser.search{MESSAGE}{{"q": "x"}}{CALL}'
+        Row(
+            "builtin_recipient_undeclared",
+            f'{CHANNEL}analysis to=browser.search{MESSAGE}{{"q": "x"}}{CALL}',
+            [commentary('{"q": "x"}')],
+        ),
+        Row(
+            "python_recipient_shows_its_code",
+            f"{CHANNEL}analysis to=python{MESSAGE}print(sum(range(10))){CALL}",
+            [commentary("print(sum(range(10)))")],
+        ),
+        Row(
+            "builtin_recipient_in_role",
+            f'{START}assistant to=browser.open{CHANNEL}analysis code{MESSAGE}{{"id": 3}}{CALL}',
+            [commentary('{"id": 3}')],
+        ),
+        Row(
+            "undeclared_function_then_declared_call",
+            f"{CHANNEL}commentary to=functions.launch_rocket {CONSTRAIN}json{MESSAGE}{{}}{CALL}"
+            + harmony_call("get_time", "{}"),
+            [commentary("{}"), call("get_time", "{}")],
+        ),
+        Row(
+            "constrain_without_space",
+            f'{CHANNEL}commentary to=functions.get_weather{CONSTRAIN}json{MESSAGE}{{"city": "Rome"}}{CALL}',
+            [call("get_weather", '{"city": "Rome"}')],
+        ),
+        Row(
+            "recipient_in_role_constrain_without_space",
+            f'{START}assistant to=functions.get_weather{CHANNEL}commentary{CONSTRAIN}json{MESSAGE}{{"city": "Rome"}}{CALL}',
+            [call("get_weather", '{"city": "Rome"}')],
         ),
         as_text("message_without_recipient_is_text", f"{CHANNEL}commentary{MESSAGE}{{}}{CALL}"),
         as_text(
@@ -907,6 +945,28 @@ def harmony_reasoning_rows() -> list[dict[str, Any]]:
             f"{CHANNEL}analysis{MESSAGE}A call ends with {CALL}, then the tool answers.{END}"
             f"{START}assistant{CHANNEL}final{MESSAGE}Done.{RETURN}",
             [reasoning(f"A call ends with {CALL}, then the tool answers."), text("Done.")],
+        ),
+        row(
+            "analysis_mentions_channel_final",
+            f"{CHANNEL}analysis{MESSAGE}Answer in the {CHANNEL}final channel, briefly.{END}"
+            f"{START}assistant{CHANNEL}final{MESSAGE}4.{RETURN}",
+            [reasoning(f"Answer in the {CHANNEL}final channel, briefly."), text("4.")],
+        ),
+        row(
+            "analysis_mentions_a_whole_start_header",
+            f"{CHANNEL}analysis{MESSAGE}Messages begin {START}assistant{CHANNEL}final and so on.{END}"
+            f"{START}assistant{CHANNEL}final{MESSAGE}Ok.{RETURN}",
+            [reasoning(f"Messages begin {START}assistant{CHANNEL}final and so on."), text("Ok.")],
+        ),
+        row(
+            "answer_mentions_channel_token_at_the_end",
+            f"{CHANNEL}final{MESSAGE}The marker is {CHANNEL}commentary",
+            [text(f"The marker is {CHANNEL}commentary")],
+        ),
+        row(
+            "preamble_mentions_channel_token",
+            f"{CHANNEL}commentary{MESSAGE}Switching to {CHANNEL}analysis soon.{END}",
+            [commentary(f"Switching to {CHANNEL}analysis soon.")],
         ),
         row(
             "analysis_mentions_return_token",

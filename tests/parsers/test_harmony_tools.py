@@ -51,11 +51,23 @@ CASES: list[tuple[str, str, list[ParsedSegment]]] = [
         [WEATHER, Reasoning(text="Need the weather."), ToolCall(name="get_time", arguments="{}")],
     ),
     (
-        "undeclared_recipient_is_text_in_order",
+        "undeclared_recipient_shows_its_body_in_order",
         ANALYSIS + CALL.replace("functions.get_weather", "browser.search") + FINAL,
         [
             Reasoning(text="Need the weather."),
-            Content(text=CALL.replace("functions.get_weather", "browser.search") + "Sunny, 21 C."),
+            Content(text='{"city": "Paris"}', phase="commentary"),
+            Content(text="Sunny, 21 C."),
+        ],
+    ),
+    (
+        "python_recipient_never_shows_header_markup",
+        ANALYSIS
+        + "<|start|>assistant<|channel|>analysis to=python code<|message|>print(2 + 2)<|call|>"
+        + FINAL,
+        [
+            Reasoning(text="Need the weather."),
+            Content(text="print(2 + 2)", phase="commentary"),
+            Content(text="Sunny, 21 C."),
         ],
     ),
     (

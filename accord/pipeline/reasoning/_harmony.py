@@ -113,6 +113,10 @@ class HarmonySplitter:
         self._header: list[str] = []
         self._header_has_channel = False
         self._call: list[str] = []
+        # The message whose body a header marker interrupted: if that header never reaches
+        # <|message|>, the marker was text of that body (an analysis that mentions
+        # "<|channel|>final"), and the header's pieces go back into it.
+        self._interrupted: _Kind | None = None
         self._out: list[ParsedSegment] = []
 
     def feed(self, text: str) -> list[ParsedSegment]:
@@ -146,6 +150,8 @@ class HarmonySplitter:
         self._out = []
         held, self._held = self._held, ""
         self._text(held)
+        if self._mode is _Mode.HEADER and self._interrupted is not None:
+            self._resume_interrupted()
         if self._mode is _Mode.BODY and self._kind is _Kind.CALL:
             self._emit_call(phase=None)
         self._header = []
@@ -177,11 +183,21 @@ class HarmonySplitter:
         if mode is _Mode.HEADER:
             if marker == MESSAGE:
                 self._header.append(marker)
+                self._interrupted = None
                 self._open_body()
             elif marker == START or (marker == CHANNEL and self._header_has_channel):
-                # A new header before this one was finished: the unfinished one is dropped.
+                # A new header before this one was finished: the unfinished one is dropped
+                # (or, inside a body, was text of it).
+                if self._interrupted is not None:
+                    kind = self._interrupted
+                    self._resume_interrupted()
+                    self._interrupted = kind
                 self._start_header(marker)
             elif marker in _TERMINATORS:
+                if self._interrupted is not None:
+                    self._resume_interrupted()
+                    self._marker(marker)
+                    return
                 self._header = []
                 self._mode = _Mode.OUTSIDE
             else:
@@ -203,6 +219,8 @@ class HarmonySplitter:
             if marker in _HEADER_OPENERS:
                 if self._kind is _Kind.CALL:
                     self._emit_call(phase="commentary")
+                else:
+                    self._interrupted = self._kind
                 self._start_header(marker)
                 return
             self._text(marker)  # <|message|> or <|constrain|> inside a body: keep as text
@@ -220,6 +238,13 @@ class HarmonySplitter:
         self._mode = _Mode.HEADER
         self._header = [marker]
         self._header_has_channel = marker == CHANNEL
+
+    def _resume_interrupted(self) -> None:
+        """The header never became one: its pieces are text of the body it interrupted."""
+        assert self._interrupted is not None
+        pieces, self._header = self._header, []
+        self._mode, self._kind, self._interrupted = _Mode.BODY, self._interrupted, None
+        self._text("".join(pieces))
 
     def _open_body(self) -> None:
         self._mode = _Mode.BODY

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from accord.pipeline.segments import ToolCall, ToolSpec
+from accord.pipeline.segments import Content, ToolCall, ToolSpec
 from accord.pipeline.tools._jsonscan import UNDECODED
 from accord.pipeline.tools.names import resolve_tool_name
 
@@ -57,6 +57,16 @@ class CallFormat:
         """
         del head
         return True
+
+    def shown_instead(
+        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+    ) -> Content | None:
+        """What a complete block that :meth:`calls` refused shows instead of its markup.
+
+        ``None`` (the default): its markup is released as text and read again.
+        """
+        del opener, header, payload, tools
+        return None
 
     def calls(
         self,

@@ -4,8 +4,11 @@
 with the recipient in the channel: ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>``
 (the first message of an output has no ``<|start|>assistant``). The harmony reasoning
 splitter hands each such message over whole, as content; this parser turns it into a call
-(or, for an undeclared recipient or invalid JSON, releases it as text). With
-``tool_choice: "none"`` the ``none`` parser runs instead and the markup stays text (SPEC P9).
+(or, for invalid JSON, releases it as text). A message to a recipient that names no declared
+tool (gpt-oss's built-in ``to=python``, ``to=browser.search``) cannot be run by anyone: its
+body is shown as commentary and its header, which is structure, is dropped, so no header
+markup reaches the visible text. With ``tool_choice: "none"`` the ``none`` parser runs
+instead and the markup stays text (SPEC P9).
 
 ``<|call|>``, ``<|end|>`` and ``<|return|>`` are special tokens that the splitter already
 treated as the end of the message, so here they end the payload even inside a JSON string:
@@ -19,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from accord.pipeline.segments import ToolCall, ToolSpec
+from accord.pipeline.segments import Content, ToolCall, ToolSpec
 from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
@@ -44,6 +47,11 @@ _HEADER_AFTER_CHANNEL = re.compile(
     rf"(?P<channel>{_TEXT})(?:{re.escape(CONSTRAIN)}{_TEXT})?{re.escape(MESSAGE)}\s*"
 )
 _RECIPIENT = re.compile(r"(?:^|\s)to=([^\s<]+)")
+# A header that reached <|message|>, and the body after it (what a header-only block holds).
+_HEAD_AND_BODY = re.compile(
+    rf"(?P<head>[^<]*(?:(?:{re.escape(CHANNEL)}|{re.escape(CONSTRAIN)})[^<]*)*){re.escape(MESSAGE)}(?P<body>.*)",
+    re.DOTALL,
+)
 
 
 def recipient(header: str) -> str | None:
@@ -85,6 +93,18 @@ class HarmonyFormat(CallFormat):
         if not is_object(payload, decoded):
             return None
         return [ToolCall(name=name, arguments=payload)]
+
+    def shown_instead(
+        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
+    ) -> Content | None:
+        """A complete message to a recipient that names no declared tool: its body, as commentary."""
+        m = _HEAD_AND_BODY.fullmatch(header)
+        if m is None:
+            return None
+        target = recipient(m.group("head").replace("<|", " <|"))
+        if target is None or resolve(target, tools) is not None:
+            return None
+        return Content(text=m.group("body") + (payload or ""), phase="commentary")
 
 
 _FORMAT = HarmonyFormat()

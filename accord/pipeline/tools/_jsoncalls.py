@@ -355,14 +355,22 @@ class JsonCallParser:
         if header is None:
             header = call.header
         calls = self._fmt.calls(call.opener, header, payload, self._tools, self._pl.decoded)
-        if not calls:
-            return self._fail(buf, taken)
-        self._text.pending.clear()
-        self._flush()
-        self._out.extend(calls)
-        self._section_ok = True
+        if calls:
+            self._text.pending.clear()
+            self._flush()
+            self._out.extend(calls)
+            self._section_ok = True
+            self._bare = self._after_call = self._fmt.bare_calls
+        else:
+            shown = self._fmt.shown_instead(call.opener, header, payload, self._tools)
+            if shown is None:
+                return self._fail(buf, taken)
+            self._text.release("")
+            self._flush()
+            if shown.text:
+                self._out.append(shown)
+            self._bare = self._after_call = False
         self._mode = _TEXT
-        self._bare = self._after_call = self._fmt.bare_calls
         if carry:
             self._switch = (carry + buf[rest:], 0)
             return len(buf)
