@@ -133,12 +133,16 @@ class Writer:
         No call is reported before it is complete and valid (SPEC P4), so nothing of it was
         sent as a call either.
         """
-        return [text(markup)]
+        return [text(self.shown(markup))]
 
     def undeclared(self, markup: str, args: str) -> list[Seg]:
         """What one call to an undeclared tool, ``markup``, parses to: text, as written."""
         del args
-        return [text(markup)]
+        return [text(self.shown(markup))]
+
+    def shown(self, markup: str) -> str:
+        """What of ``markup``, released as text, is shown (all of it, unless the format drops tokens)."""
+        return markup
 
     def block(self, calls: Sequence[C], *, after_text: bool = False, first: int = 0) -> tuple[str, list[Seg]]:
         raise NotImplementedError
@@ -259,7 +263,14 @@ def common_rows(w: Writer) -> list[Row]:
         broken, _ = w.block([C("get_weather", args)])
         rows.append(Row(row_name, broken, w.stopped(broken)))
     broken, _ = w.block([C("get_weather", '{"city": "Paris",}')])
-    rows.append(compose(w, "broken_call_then_valid_call", broken, " Retrying: ", (ROME,)))
+    valid, valid_segs = w.block([ROME], after_text=True)
+    rows.append(
+        Row(
+            "broken_call_then_valid_call",
+            broken + " Retrying: " + valid,
+            [text(w.shown(broken) + " Retrying: "), *valid_segs],
+        )
+    )
     empty, _ = w.block([C("get_weather", '{"city": "Paris"}', raw="")])
     rows.append(Row("empty_name_released", empty, w.undeclared(empty, '{"city": "Paris"}')))
     return rows
@@ -268,7 +279,7 @@ def common_rows(w: Writer) -> list[Row]:
 def restart_row(w: Writer, cut: str, name: str = "restarted_opener_parsed_from_restart") -> Row:
     """``cut`` (an opener and part of a call), then a whole call: the cut part is text, then the call."""
     markup, segs = w.block([ROME], after_text=True)
-    return Row(name, cut + markup, [text(cut), *segs])
+    return Row(name, cut + markup, [text(w.shown(cut)), *segs])
 
 
 # -- Hermes / Qwen -------------------------------------------------------------------------------
@@ -638,6 +649,12 @@ class Kimi(Writer):
     def call_id(self, c: C, index: int) -> str | None:
         return f"functions.{c.written}:{index}"
 
+    def shown(self, markup: str) -> str:
+        """Kimi's section markers are special tokens, dropped wherever they stand."""
+        for marker in (K_SB, K_SE, "<|tool_call_section_begin|>", "<|tool_call_section_end|>"):
+            markup = markup.replace(marker, "")
+        return markup
+
     def one(self, c: C, index: int) -> str:
         return f"{K_CB}functions.{c.written}:{index}{K_ARG}{c.args}{K_CE}"
 
@@ -697,9 +714,9 @@ def kimi_rows() -> list[Row]:
         Row(
             "undeclared_then_declared_in_one_section",
             K_SB + w.one(C("launch_rocket"), 0) + time + K_SE,
-            [text(K_SB + w.one(C("launch_rocket"), 0)), call("get_time", "{}", "functions.get_time:1")],
+            [text(w.one(C("launch_rocket"), 0)), call("get_time", "{}", "functions.get_time:1")],
         ),
-        # Kimi-K2 writes empty sections: markup, dropped (issue 12, class 3).
+        # Kimi-K2 writes empty and noisy sections: the markers are special tokens, dropped.
         Row("empty_section_is_dropped", K_SB + K_SE, []),
         Row("empty_section_after_text_is_dropped", "Nothing." + K_SB + "\n" + K_SE, [text("Nothing.")]),
         Row(
@@ -712,9 +729,23 @@ def kimi_rows() -> list[Row]:
             "Ok.<|tool_call_section_begin|><|tool_call_section_end|> Bye.",
             [text("Ok. Bye.")],
         ),
-        as_text(
-            "id_with_newline_is_text", K_SB + K_CB + "functions.get\n_time:0" + K_ARG + "{}" + K_CE + K_SE
+        Row(
+            "id_with_newline_is_text",
+            K_SB + K_CB + "functions.get\n_time:0" + K_ARG + "{}" + K_CE + K_SE,
+            [text(K_CB + "functions.get\n_time:0" + K_ARG + "{}" + K_CE)],
         ),
+        Row(
+            "noisy_section_markers_dropped",
+            "Ok. " + K_SB + " junk noise " + K_SE + " Done.",
+            [text("Ok.  junk noise  Done.")],
+        ),
+        Row(
+            "noise_after_a_call_in_the_section",
+            K_SB + paris + " stray " + K_SE + " Bye.",
+            [paris_call, text(" stray  Bye.")],
+        ),
+        Row("section_begin_only_at_the_end", "Ok." + K_SB + "\n", [text("Ok.\n")]),
+        Row("lone_section_end_dropped", "Ok." + K_SE + " Bye.", [text("Ok. Bye.")]),
     ]
 
 

@@ -41,9 +41,10 @@ class CallFormat:
     #: An opener with nothing after it at the end of the output is dropped, not shown
     #: (Mistral's ``[TOOL_CALLS]`` is one special token).
     opener_at_end_is_markup = False
-    #: A section begin and end with only whitespace between them are dropped (Kimi-K2
-    #: writes such empty sections); elsewhere they are text.
-    empty_section_is_markup = False
+    #: Section markers are single special tokens that prose cannot write (Kimi-K2): dropped
+    #: wherever they stand, so an empty section, or one holding only noise, shows no markup.
+    #: Elsewhere a section marker is markup only around calls.
+    section_markers_are_tokens = False
 
     def header_prefix_ok(self, opener: str, header: str) -> bool:
         """Whether ``header`` can still grow into a valid header; ``False`` fails the call."""

@@ -53,7 +53,8 @@ are collected in a list and joined once, and a failed call that began in the sam
 re-read by moving back to just after its opener. The only text looked at twice is a failed
 call's body.
 
-Section markers (Kimi's ``<|tool_calls_section_begin|>``, DeepSeek's ``<｜tool▁calls▁begin｜>``)
+Kimi's section markers (``<|tool_calls_section_begin|>``, ``…_end|>``) are special tokens and
+are dropped wherever they stand. Other section markers (DeepSeek's ``<｜tool▁calls▁begin｜>``)
 and Llama 3's ``;`` between calls are markup only when calls follow: a section opener is held
 (with the whitespace after it) until the next call, which drops it, or until anything else,
 which releases it as text. A section end is dropped after a call reported in that section and
@@ -95,6 +96,7 @@ class JsonCallParser:
         self._hard = fmt.hard_closers
         self._closer_set = MarkerSet(fmt.closers)
         self._checks_head = fmt.checks_payload_prefix
+        self._tokens_only = fmt.section_markers_are_tokens
         self._mode = _TEXT
         # A suffix of the last chunk that may start a marker.
         self._held = ""
@@ -209,16 +211,21 @@ class JsonCallParser:
         after = at + len(marker)
         if marker in self._openers:
             self._open(marker, after)
+        elif self._tokens_only:
+            # A section marker that is a special token: structure, dropped. Whitespace after
+            # a begin is held (an empty marker stands for the begin) and dropped with the end.
+            if marker in self._fmt.section_begins:
+                self._text.pending.append("")
+                self._text.droppable = False
+            else:
+                self._text.pending.clear()
+            self._section_ok = False
         elif marker in self._fmt.section_begins:
             self._text.pending.append(marker)
             self._text.droppable = False
             self._section_ok = False
-        elif self._section_ok or (
-            self._fmt.empty_section_is_markup
-            and any(p in self._fmt.section_begins for p in self._text.pending)
-        ):
-            # The end of a section that held calls, or of an empty one (only whitespace
-            # since its begin): markup, dropped with the begin.
+        elif self._section_ok:
+            # The end of a section that held calls: markup, dropped with the begin.
             self._text.pending.clear()
             self._section_ok = False
         else:

@@ -7,7 +7,9 @@ the tool result, so the item tracker uses it (or maps it) rather than minting on
 
 Each call is reported when its ``<|tool_call_end|>`` arrives, so calls before a cut-off
 section survive (dynamo #8208), and a call whose end marker never came is still reported at
-the end when its arguments are complete.
+the end when its arguments are complete. The section markers are special tokens, so they are
+dropped wherever they stand: an empty section, or one with only noise in it, shows no markup
+(the noise is kept as text).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class KimiFormat(CallFormat):
     closers = (KIMI_CALL_END,)
     section_begins = KIMI_SECTION_BEGINS
     section_ends = KIMI_SECTION_ENDS
-    empty_section_is_markup = True
+    section_markers_are_tokens = True
     soft_closers = section_ends
     header_only = True
 
