@@ -14,7 +14,9 @@ An invoke may instead carry one JSON object: ``<｜DSML｜invoke name="f">{"city
 A value runs to the first parameter closer followed by the next parameter or the end of the
 invoke, so it may quote that tag. The engine hands over one whole section; each invoke in it
 becomes a call, or, when malformed or undeclared, its markup is released as text (an invoke
-opened again before it closed is abandoned as text there). The layout between invokes is
+opened again before it closed is abandoned as text there; an opener quoted inside a
+parameter value is data unless a new parameter opens after it before the value closes). The
+layout between invokes is
 markup. A section with no call in it is released as text whole. A section cut off by the end
 of the output keeps its complete calls and releases the unfinished invoke as text (dynamo
 #8208: recover the complete calls up to EOF).
@@ -97,6 +99,51 @@ def _invoke(name: str, body: str, tools: ToolBox) -> ToolCall | None:
     return ToolCall(name=tool.name, arguments=tools.typer(tool).arguments(pairs, raw_strings))
 
 
+_VALUE_OPENS = ("<｜DSML｜parameter", "<parameter")
+_VALUE_CLOSES = ("</｜DSML｜parameter", "</parameter")
+
+
+def _last(body: str, markers: tuple[str, str], start: int, end: int) -> int:
+    return max(body.rfind(markers[0], start, end), body.rfind(markers[1], start, end))
+
+
+def _first(body: str, markers: tuple[str, str], start: int, end: int) -> int:
+    """The first of ``markers`` in ``body[start:end]``, or ``end``."""
+    found = [i for i in (body.find(m, start, end) for m in markers) if i >= 0]
+    return min(found, default=end)
+
+
+def _restart(body: str, head_end: int, close_start: int) -> re.Match[str] | None:
+    """The first invoke opener before ``close_start`` that really restarts the invoke.
+
+    An opener inside an open parameter value is data (a value that quotes the format),
+    unless a new parameter opens after it before that value's closer: then the value was
+    cut off and the invoke written again. Whether a value is open, and where the next
+    closer and parameter opener are, are carried from one candidate to the next, so each
+    stretch of the invoke is looked at a bounded number of times.
+    """
+    inside = False
+    pos = search = head_end
+    next_close = next_open = -1
+    while True:
+        restart = _INVOKE_START.search(body, search, close_start)
+        if restart is None:
+            return None
+        r = restart.start()
+        opened, closed = _last(body, _VALUE_OPENS, pos, r), _last(body, _VALUE_CLOSES, pos, r)
+        if opened >= 0 or closed >= 0:
+            inside = opened > closed
+        if not inside:
+            return restart
+        if next_close < r:
+            next_close = _first(body, _VALUE_CLOSES, r, close_start)
+        if next_open < r:
+            next_open = _first(body, _VALUE_OPENS, restart.end(), close_start)
+        if next_open < next_close:
+            return restart
+        pos, search = r, restart.end()
+
+
 def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
     """Calls and released text of one section body; ``None`` when it holds no call."""
     out: list[ParsedSegment] = []
@@ -111,7 +158,6 @@ def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
             out.append(Content(text=body[i : start.start()]))
         opened = _INVOKE_OPEN.match(body, start.start())
         head_end = opened.end() if opened else start.end()
-        restart = _INVOKE_START.search(body, start.end())
         if close_at is None or close_at.start() < head_end:
             close_at = _INVOKE_CLOSE.search(body, head_end)
         if close_at is None:
@@ -119,7 +165,8 @@ def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
             out.append(Content(text=body[start.start() :]))
             i = n
             break
-        if restart is not None and restart.start() < close_at.start():
+        restart = _restart(body, head_end, close_at.start())
+        if restart is not None:
             # Opened again before it closed: the abandoned prefix is text.
             out.append(Content(text=body[start.start() : restart.start()]))
             i = restart.start()
