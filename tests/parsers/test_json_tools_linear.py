@@ -38,8 +38,8 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ),
     ("tools", "hermes", "", '<tool_call>{"name": "get_time", "argu', ""),
     ("tools", "hermes", "", "<tool_call> tags ", ""),
-    # Streamed calls abandoned again and again: at a restart quoted in their arguments, at
-    # junk after a payload that arrived whole, at invalid JSON.
+    # Calls that fail again and again: at a restart quoted in their arguments, at junk after
+    # a payload, at invalid JSON.
     ("tools", "hermes", "", '<tool_call>{"name": "get_time", "arguments": {"a": "x ', ""),
     ("tools", "deepseek_v31", "", "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{} x", ""),
     ("tools", "mistral", "", '[TOOL_CALLS]get_time[ARGS]{"a": x', ""),
@@ -76,6 +76,15 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ),
     ("tools", "qwen3_coder", "<function=get_time>\n<parameter=a>\n", "</function> <tool_call> y ", ""),
     ("tools", "llama3_pythonic", "[get_time(a=", '"x ] ) ( [ \\" ", ', ""),
+    # Invoke openers quoted inside one DSML value: each is decided without rereading the value.
+    (
+        "tools",
+        "deepseek_v32",
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="apply_patch">\n<｜DSML｜parameter name="input" string="true">',
+        '<｜DSML｜invoke name="x"> a ',
+        "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+    ),
+    ("reasoning", "harmony", "<|channel|>analysis<|message|>", "mentions <|channel|>final and ", "<|end|>"),
 ]
 
 
