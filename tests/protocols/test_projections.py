@@ -232,24 +232,18 @@ def test_thinking_is_signed_and_the_tool_use_input_is_the_parsed_arguments() -> 
     assert [e["delta"]["signature"] for e in signatures] == [blocks[0]["signature"]]
 
 
-def test_arguments_that_stop_being_json_are_held_back_from_messages_clients() -> None:
-    """Found by the accumulator property: a raw newline in a string is streamed by the tool parser
-    before the call is abandoned; sent on, it would make anthropic's accumulator raise mid-stream."""
-    run = run_rule(
-        Rule(
-            output='<tool_call>{"name": "get_weather", "arguments": {"city": "Ro\nme"}}</tool_call>',
-            chunk_chars=3,
-        )
+def test_arguments_that_never_become_json_reach_messages_clients_as_text() -> None:
+    """Found by the accumulator property: a raw newline in a string makes the arguments invalid. No
+    call is reported before it is valid (SPEC P4), so a Messages client gets text, never a tool_use."""
+    output = '<tool_call>{"name": "get_weather", "arguments": {"city": "Ro\nme"}}</tool_call>'
+    run = run_rule(Rule(output=output, chunk_chars=3))
+    assert [(type(i).__name__, i.status) for i in run.snapshot.output()] == [("MessageItem", "completed")]
+    assert not any(
+        e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta" for e in run.messages
     )
-    assert run.snapshot.output()[0].status == "incomplete"
-    sent = "".join(
-        e["delta"]["partial_json"]
-        for e in run.messages
-        if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
-    )
-    assert sent == '{"city": "Ro'
     final = messages_sdk_final(run.messages)
-    assert final.content[0].type == "tool_use" and final.content[0].input == {}
+    assert [b.type for b in final.content] == ["text"]
+    assert final.content[0].text == output
 
 
 def test_a_stateless_client_replaying_our_thinking_block_renders_the_exact_reasoning() -> None:
