@@ -17,9 +17,11 @@ import structlog
 
 from accord.adapters.http.app import AccordApp, Lifespan, RouteSpec
 from accord.adapters.http.background import BackgroundRuns
+from accord.adapters.http.chat import create_chat_completion
 from accord.adapters.http.compact import compact, input_tokens
 from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
+from accord.adapters.http.messages import count_message_tokens, create_message
 from accord.adapters.http.responses import create_response
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
@@ -252,6 +254,9 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
         ("POST", r"/v1/completions", create_completion),
         ("POST", r"/v1/responses/input_tokens", input_tokens),
         ("POST", r"/v1/responses/compact", compact),
+        ("POST", r"/v1/chat/completions", create_chat_completion),
+        ("POST", r"/v1/messages", create_message),
+        ("POST", r"/v1/messages/count_tokens", count_message_tokens),
     ]
     if store is not None and runs is not None:
         routes += StoredRoutes(store, runs).routes()

@@ -142,6 +142,18 @@ class Service:
         )
 
     def build_run(self, request: ResponsesRequest, conversation: Conversation) -> ResponseRun:
+        return self.protocol_run(
+            conversation,
+            model=request.model or self.engine.model_name,
+            echo=response_echo(request),
+            prefix="resp",
+        )
+
+    def protocol_run(
+        self, conversation: Conversation, *, model: str, echo: dict[str, Any], prefix: str
+    ) -> ResponseRun:
+        """A run for ``conversation`` under any protocol: ``prefix`` names its ids (``resp``,
+        ``chatcmpl``, ``msg``) and ``echo`` is what the Responses body repeats of the request."""
         prompt = self.renderer.render(conversation)
         if conversation.tool_choice not in ("auto", "none"):
             self.warn_once(
@@ -151,8 +163,13 @@ class Service:
         generation = GenerationRequest(
             prompt=prompt,
             max_tokens=conversation.max_output_tokens,
-            sampling=Sampling(temperature=conversation.temperature, top_p=conversation.top_p),
-            stop=tuple(self.profile.stop),
+            sampling=Sampling(
+                temperature=conversation.temperature,
+                top_p=conversation.top_p,
+                top_k=conversation.top_k,
+                seed=conversation.seed,
+            ),
+            stop=(*self.profile.stop, *conversation.stop),
             cache_key=conversation.prompt_cache_key,
             required_tool=(
                 conversation.tool_choice if conversation.tool_choice not in ("auto", "none") else None
@@ -163,14 +180,9 @@ class Service:
                 tool_names=tuple(t.name for t in conversation.tools),
             ),
         )
-        response_id = self.new_id("resp")
+        response_id = self.new_id(prefix)
         generation = _with_id(generation, response_id)
-        opened = Opened(
-            response_id=response_id,
-            created_at=int(time.time()),
-            model=request.model or self.engine.model_name,
-            echo=response_echo(request),
-        )
+        opened = Opened(response_id=response_id, created_at=int(time.time()), model=model, echo=echo)
         tool_parser = (
             NoTools()
             if conversation.tool_choice == "none" or not conversation.tools

@@ -12,10 +12,13 @@ import structlog
 import accord
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.messages import PREFIX as MESSAGES_PREFIX
+from accord.adapters.http.messages import anthropic_error
 from accord.adapters.metrics import Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
 from accord.errors import NotFound, RequestError
+from accord.events.messages_wire import error_body as messages_error_body
 
 log = structlog.get_logger("accord.http")
 
@@ -107,9 +110,10 @@ class AccordApp:
             return True
         header = ex.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
-        return hmac.compare_digest(
-            token.strip().encode() if scheme.lower() == "bearer" else b"", key.encode()
-        )
+        if scheme.lower() != "bearer":
+            # Anthropic's clients send the key as ``x-api-key``.
+            token = ex.headers.get("x-api-key", "")
+        return hmac.compare_digest(token.strip().encode(), key.encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -125,12 +129,16 @@ class AccordApp:
             ex.match = match
             await handler(self.context, ex)
         except RequestError as exc:
-            if not ex.started:
+            if not ex.started and ex.path.startswith(MESSAGES_PREFIX):
+                await ex.json(*anthropic_error(exc))
+            elif not ex.started:
                 await ex.error(exc)
             self.metrics.request(_route_name(ex.path), exc.status, "rejected")
         except Exception as exc:
             log.exception("unhandled error", path=ex.path)
-            if not ex.started:
+            if not ex.started and ex.path.startswith(MESSAGES_PREFIX):
+                await ex.json(500, messages_error_body(type(exc).__name__, status=500))
+            elif not ex.started:
                 await ex.json(
                     500,
                     error_body(type(exc).__name__, type="server_error", param=None, code="internal_error"),
