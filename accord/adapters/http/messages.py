@@ -33,7 +33,7 @@ PREFIX = "/v1/messages"
 def anthropic_error(exc: RequestError) -> tuple[int, dict[str, Any]]:
     """A refused request as Anthropic answers it; the message names the field it is about."""
     message = exc.message
-    if exc.param and exc.param not in message:
+    if exc.param and f"'{exc.param}'" not in message:
         message = f"{exc.param}: {message}"
     return exc.status, error_body(message, status=exc.status)
 
