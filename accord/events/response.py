@@ -90,6 +90,8 @@ class ItemClosed(ResponseEvent, frozen=True, tag="item_closed"):
 class Completed(ResponseEvent, frozen=True, tag="completed"):
     usage: Usage
     completed_at: int
+    #: The stop string the engine cut the text at, if one ended it.
+    stop_sequence: str | None = None
 
 
 class Incomplete(ResponseEvent, frozen=True, tag="incomplete"):
@@ -199,6 +201,8 @@ class Snapshot:
         self.items: list[_Item] = []
         self.usage: Usage | None = None
         self.error: dict[str, Any] | None = None
+        #: The stop string that ended a completed response's text, if one did.
+        self.stop_sequence: str | None = None
         self.incomplete_reason: str | None = None
         self.completed_at: int | None = None
         self.terminal: Terminal | None = None
@@ -253,6 +257,7 @@ class Snapshot:
             case Completed():
                 self._close_open("completed")
                 self.status, self.usage, self.completed_at = "completed", event.usage, event.completed_at
+                self.stop_sequence = event.stop_sequence
                 self.terminal = event
             case Incomplete():
                 self._close_open("incomplete")

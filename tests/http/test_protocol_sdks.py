@@ -35,6 +35,12 @@ RULES: list[dict[str, Any]] = [
     {"when": {"last_input": "^both"}, "output": "<think>two things</think>" + TWO_CALLS, "chunk_chars": 9},
     {"when": {"last_input": "^weather"}, "output": "<think>look it up</think>" + CALL, "chunk_chars": 7},
     {"when": {"last_input": "^json"}, "output": '<think>shape it</think>{"city": "Paris", "days": 2}'},
+    {
+        "when": {"last_input": "^count"},
+        "output": "<think></think>one, two, three, STOP four",
+        "chunk_chars": 3,
+    },
+    {"when": {"last_input": "^turn"}, "output": "<think></think>done<|im_end|>never shown"},
     {"when": {"last_input": "^slow"}, "output": "<think></think>late", "first_chunk_delay_s": 1.0},
     {
         "when": {"last_input": "^short"},
@@ -323,3 +329,20 @@ def test_long_prefill_gets_pings_before_the_first_block(server: Any) -> None:
         model="m", max_tokens=50, messages=[{"role": "user", "content": "slow"}]
     ) as s:
         assert s.get_final_message().content[-1].text == "late"
+
+
+def test_stop_sequence_is_reported_and_a_profile_stop_is_end_turn(server: Any) -> None:
+    client = ant(server)
+    counted = [{"role": "user", "content": "count"}]
+    plain, final = _both_ways(
+        client, model="m", max_tokens=50, messages=counted, stop_sequences=["STOP", "zzz"]
+    )
+    for message in (plain, final):
+        assert message.content[-1].text == "one, two, three, "
+        assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "STOP")
+    # The model's own end-of-turn markup (the profile's stop string) ends an ordinary turn.
+    ended, _ = _both_ways(client, model="m", max_tokens=50, messages=[{"role": "user", "content": "turn"}])
+    assert ended.content[-1].text == "done"
+    assert (ended.stop_reason, ended.stop_sequence) == ("end_turn", None)
+    chat = oai(server).chat.completions.create(model="m", messages=counted, stop="STOP")
+    assert chat.choices[0].message.content == "one, two, three, " and chat.choices[0].finish_reason == "stop"

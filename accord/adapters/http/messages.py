@@ -58,10 +58,11 @@ async def _create_message(ctx: Context, ex: Exchange) -> None:
     conversation = normalize_messages(request, options=options(ctx.service))
     stream = bool(request.stream)
     prepared = prepare(ctx.service, conversation, model=request.model, prefix="msg", stream=stream)
+    stops = conversation.stop
     framing: Framing = (
-        ReframedSse(ex, messages_reframer(), messages_failure)
+        ReframedSse(ex, messages_reframer(stops), messages_failure)
         if stream
-        else ReframedJson(ex, message_body, messages_failure)
+        else ReframedJson(ex, lambda snapshot: message_body(snapshot, stops), messages_failure)
     )
     await ctx.runner.drive(
         prepared, framing, watchers=[client_gone(ex)], route="messages", started=started, persist=False

@@ -27,6 +27,8 @@ class StopMatcher:
         self._stops = tuple(s for s in stops if s)
         self._held = ""
         self.stopped = False
+        #: The stop string the text was cut at.
+        self.matched: str | None = None
 
     def feed(self, text: str) -> str:
         if not self._stops:
@@ -34,11 +36,12 @@ class StopMatcher:
         held = self._held + text
         # Generation would have stopped where the first stop string was completed, whatever came after
         # in this piece; if two complete there, the longer one (starting earlier) is cut.
-        hits = [(i + len(s), i) for s in self._stops if (i := held.find(s)) >= 0]
+        hits = [(i + len(s), i, s) for s in self._stops if (i := held.find(s)) >= 0]
         if hits:
+            _, start, self.matched = min(hits)
             self.stopped = True
             self._held = ""
-            return held[: min(hits)[1]]
+            return held[:start]
         keep = 0
         for stop in self._stops:
             for n in range(min(len(stop) - 1, len(held)), keep, -1):
@@ -129,6 +132,7 @@ class Sequence:
                 prompt_tokens=self.prompt_len,
                 cached_tokens=self.cached_tokens or 0,
                 output_tokens=self.generated,
+                stop_sequence=self.stops.matched,
             )
         )
         return out
