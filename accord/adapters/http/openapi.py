@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 import accord
+from accord.adapters.http.openapi_protocols import PROTOCOL_TYPES, protocol_paths
 from accord.adapters.requests import ResponsesRequest
 from accord.events.items import OutputItem, Usage
 from accord.events.wire import AnyWireEvent
@@ -23,8 +24,9 @@ def _path_template(pattern: str) -> str:
 
 def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
     """The document: the responses route in full, every other route (``(method, regex, name)``) listed."""
-    (request, event, item, usage), components = msgspec.json.schema_components(
-        [ResponsesRequest, AnyWireEvent, OutputItem, Usage], ref_template="#/components/schemas/{name}"
+    (request, event, item, usage, *protocols), components = msgspec.json.schema_components(
+        [ResponsesRequest, AnyWireEvent, OutputItem, Usage, *PROTOCOL_TYPES],
+        ref_template="#/components/schemas/{name}",
     )
     error = {
         "type": "object",
@@ -92,6 +94,7 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
         "components": {"schemas": components},
     }
     paths = document["paths"]
+    paths.update(protocol_paths(components, protocols))
     for method, pattern, name in routes:
         path = _path_template(pattern)
         operations = paths.setdefault(path, {})
