@@ -1,4 +1,5 @@
-"""``accord audit FILE-or-DIR``: check captured Responses streams from any server (SPEC R3).
+"""``accord audit FILE-or-DIR``: check captured Responses streams from any server (SPEC R3), and
+Chat Completions and Messages captures against their own grammars (``protocol_check.py``).
 
 Inputs are recognised by their content, not their names: raw event-stream text as ``curl -N`` (or
 ``curl -i -N``) or ``accord record`` saves it, accord trace files (JSON lines), JSON-lines or JSON-array
@@ -19,6 +20,7 @@ import msgspec
 from accord.replay._check import StreamChecker
 from accord.replay._items import reasoning_chars
 from accord.replay.census import render_census, take_census
+from accord.replay.protocol_check import ChatChecker, MessagesChecker, protocol_of
 from accord.replay.sse import SseCapture, parse_sse
 from accord.replay.verdict import Defect, Verdict, finish_verdict
 
@@ -68,7 +70,35 @@ def audit_events(events: Iterable[object], source: str = "<events>", fmt: str = 
     return audit_checker(checker, source, fmt)
 
 
+def audit_protocol_capture(capture: SseCapture, source: str, protocol: str) -> Verdict:
+    """A Chat Completions or Messages capture, checked against that protocol's grammar."""
+    checker: ChatChecker | MessagesChecker = ChatChecker() if protocol == "chat" else MessagesChecker()
+    for frame in capture.frames:
+        checker.feed(frame.data)
+    defects = checker.finish()
+    if capture.partial is not None:
+        defects.append(Defect(code="unterminated_frame", detail="the body ended inside a frame"))
+    calls = checker.calls if isinstance(checker, ChatChecker) else checker.blocks
+    verdict = Verdict(
+        source=source,
+        status="sound",
+        format=f"sse-{protocol}",
+        response_id=checker.response_id,
+        terminal=checker.terminal,
+        events=checker.events,
+        defects=defects,
+        units={"streams": 1, "items": calls},
+    )
+    if capture.http_status is not None and capture.http_status != 200:
+        verdict.notes.append(f"HTTP status {capture.http_status}")
+    return finish_verdict(verdict)
+
+
 def audit_capture(capture: SseCapture, source: str) -> Verdict:
+    if capture.frames:
+        protocol = protocol_of(capture.frames[0].event, capture.frames[0].data)
+        if protocol != "responses":
+            return audit_protocol_capture(capture, source, protocol)
     checker = StreamChecker()
     for frame in capture.frames:
         checker.feed(frame.data)
@@ -130,6 +160,37 @@ def audit_response(obj: dict[str, Any], source: str) -> Verdict:
     return finish_verdict(verdict)
 
 
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def audit_protocol_body(obj: dict[str, Any], source: str) -> Verdict:
+    """A non-streamed ``chat.completion`` or ``message`` body: its usage and its calls' ids."""
+    defects: list[Defect] = []
+    chat = obj.get("object") == "chat.completion"
+    if not isinstance(obj.get("usage"), dict):
+        defects.append(Defect(code="usage_missing", detail="a finished body without usage"))
+    if chat:
+        choices = _list(obj.get("choices"))
+        message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        calls = _list(message.get("tool_calls")) if isinstance(message, dict) else []
+        ids = [c.get("id") for c in calls if isinstance(c, dict)]
+    else:
+        blocks = _list(obj.get("content"))
+        ids = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if len(set(ids)) != len(ids):
+        defects.append(Defect(code="conflicting_identities", detail="two tool calls share an id"))
+    verdict = Verdict(
+        source=source,
+        status="sound",
+        format="chat.completion" if chat else "message",
+        response_id=obj.get("id") if isinstance(obj.get("id"), str) else None,
+        defects=defects,
+        units={"responses": 1},
+    )
+    return finish_verdict(verdict)
+
+
 def audit_text(text: str, source: str = "<text>") -> Verdict:
     """Audit one input's text, whatever it holds; never raises."""
     body = text.lstrip("\ufeff \t\r\n")
@@ -174,6 +235,8 @@ def _audit_json(body: str, source: str) -> Verdict | None:
     if isinstance(whole, dict):
         if whole.get("object") == "response":
             return audit_response(whole, source)
+        if whole.get("object") == "chat.completion" or whole.get("type") == "message":
+            return audit_protocol_body(whole, source)
         if "error" in whole and "type" not in whole:
             return Verdict(source=source, status="skipped", reason="an HTTP error body, not a stream")
         if isinstance(whole.get("type"), str):
