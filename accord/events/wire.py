@@ -8,6 +8,7 @@ is left at -1 here; the Sequencer stamps it at the single egress.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 import msgspec
@@ -34,6 +35,7 @@ from accord.events.response import (
     ResponseEvent,
     Snapshot,
     TextAppended,
+    fold,
 )
 
 
@@ -307,8 +309,9 @@ class EventLog:
     def __init__(self) -> None:
         self.events: list[ResponseEvent] = []
         self.snapshot = Snapshot()
-        #: The ``response`` of ``response.created``; keepalives repeat it (SPEC W8).
-        self.opening: dict[str, Any] | None = None
+        #: After each event, how many wire events the log has projected in all; a
+        #: keepalive placed after ``n`` of them finds the fold it belongs to here.
+        self.projected: list[int] = []
 
     @property
     def terminated(self) -> bool:
@@ -319,15 +322,23 @@ class EventLog:
         self.snapshot.apply(event)
         self.events.append(event)
         wire = project(event, self.snapshot, open_before)
-        if isinstance(event, Opened):
-            created = wire[0]
-            assert isinstance(created, ResponseCreated)
-            self.opening = created.response
+        self.projected.append((self.projected[-1] if self.projected else 0) + len(wire))
         return wire
 
+    def keepalive(self, projected_sent: int) -> ResponseInProgress:
+        """The keepalive after the first ``projected_sent`` projected wire events (SPEC W8).
 
-def keepalive_event(log: EventLog) -> ResponseInProgress:
-    """The keepalive: ``response.in_progress`` carrying the opening response object (SPEC W8)."""
-    if log.opening is None:
-        raise RuntimeError("keepalive before the response opened")
-    return ResponseInProgress(response=log.opening)
+        It carries the response as folded up to the last event whose projection the
+        client has whole, with status ``in_progress``: a client that replaces its state
+        with this object (openai-node does) must be able to apply the next delta to it.
+        The producer may already have folded events whose wire events are still queued,
+        so the live Snapshot is used only when it is exactly that far; otherwise the
+        prefix is folded again (rare: a keepalive racing a burst).
+        """
+        done = bisect.bisect_right(self.projected, projected_sent)
+        if done == 0:
+            raise RuntimeError("keepalive before the response opened")
+        snapshot = self.snapshot if done == len(self.events) else fold(self.events[:done])
+        body = snapshot.body()
+        body["status"] = "in_progress"
+        return ResponseInProgress(response=body)

@@ -2,8 +2,9 @@
 
 The stream is a projection of the log, so replaying is projecting again: each event is
 folded and projected exactly as it was live, and the keepalives are put back at the
-sequence numbers they took. The replayed frames are therefore the bytes the client
-originally received, keepalives included.
+sequence numbers they took, each carrying the fold as of that point (SPEC W8). The
+replayed frames are therefore the bytes the client originally received, keepalives
+included.
 """
 
 from __future__ import annotations
@@ -13,27 +14,28 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from accord.events.response import ResponseEvent
-from accord.events.wire import EventLog, ResponseInProgress, WireEvent
+from accord.events.wire import EventLog, WireEvent
 
 
 def replay(events: Iterable[ResponseEvent], keepalive_seqs: Sequence[int]) -> list[WireEvent]:
     """Every wire event of the log, with the sequence numbers the live stream gave them."""
     log = EventLog()
-    projected: list[WireEvent] = []
-    for event in events:
-        projected.extend(log.append(event))
     keepalives = set(keepalive_seqs)
     out: list[WireEvent] = []
-    pending = iter(projected)
-    remaining = len(projected)
-    seq = 0
-    while remaining:
-        if seq in keepalives and log.opening is not None:
-            out.append(ResponseInProgress(response=log.opening, sequence_number=seq))
-        else:
-            out.append(msgspec.structs.replace(next(pending), sequence_number=seq))
-            remaining -= 1
-        seq += 1
+    sent = 0  # projected events out so far
+
+    def keepalives_due() -> None:
+        # Live, a keepalive only falls between batches, so it finds the log folded
+        # exactly to where the client is and costs no second fold.
+        while len(out) in keepalives and log.events:
+            out.append(msgspec.structs.replace(log.keepalive(sent), sequence_number=len(out)))
+
+    for event in events:
+        keepalives_due()
+        for wire in log.append(event):
+            keepalives_due()
+            out.append(msgspec.structs.replace(wire, sequence_number=len(out)))
+            sent += 1
     return out
 
 
