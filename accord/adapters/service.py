@@ -173,6 +173,8 @@ class Service:
             created_at=int(time.time()),
             model=request.model or self.engine.model_name,
             echo=response_echo(request),
+            reasoning_summary=request.reasoning is not None
+            and (request.reasoning.summary or request.reasoning.generate_summary) is not None,
         )
         tool_parser = (
             NoTools()

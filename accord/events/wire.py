@@ -9,7 +9,7 @@ is left at -1 here; the Sequencer stamps it at the single egress.
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -19,8 +19,10 @@ from accord.events.items import (
     FunctionCallItem,
     OutputItem,
     OutputText,
+    ReasoningItem,
     ReasoningText,
     Refusal,
+    SummaryText,
 )
 from accord.events.response import (
     ArgumentsAppended,
@@ -135,6 +137,39 @@ class ReasoningTextDone(WireEvent, frozen=True, tag="response.reasoning_text.don
     text: str
 
 
+class ReasoningSummaryPartAdded(WireEvent, frozen=True, tag="response.reasoning_summary_part.added"):
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+class ReasoningSummaryTextDelta(WireEvent, frozen=True, tag="response.reasoning_summary_text.delta"):
+    item_id: str
+    output_index: int
+    summary_index: int
+    delta: str
+
+
+class ReasoningSummaryTextDone(WireEvent, frozen=True, tag="response.reasoning_summary_text.done"):
+    item_id: str
+    output_index: int
+    summary_index: int
+    text: str
+
+
+class ReasoningSummaryPartDone(
+    WireEvent, frozen=True, omit_defaults=True, tag="response.reasoning_summary_part.done"
+):
+    """``status`` is left out when the part completed, ``incomplete`` when it was cut off (as the SDK types it)."""
+
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+    status: Literal["incomplete"] | None = None
+
+
 class FunctionCallArgumentsDelta(WireEvent, frozen=True, tag="response.function_call_arguments.delta"):
     item_id: str
     output_index: int
@@ -184,6 +219,10 @@ AnyWireEvent = (
     | RefusalDone
     | ReasoningTextDelta
     | ReasoningTextDone
+    | ReasoningSummaryPartAdded
+    | ReasoningSummaryTextDelta
+    | ReasoningSummaryTextDone
+    | ReasoningSummaryPartDone
     | FunctionCallArgumentsDelta
     | FunctionCallArgumentsDone
     | CustomToolCallInputDelta
@@ -229,8 +268,25 @@ def _closing(snapshot: Snapshot, index: int) -> list[WireEvent]:
                     ReasoningTextDone(item_id=item.id, output_index=index, content_index=ci, text=part.text)
                 )
             events.append(ContentPartDone(item_id=item.id, output_index=index, content_index=ci, part=part))
+            if isinstance(item, ReasoningItem) and ci < len(item.summary):
+                events.extend(_summary_closing(item, index, ci))
     events.append(OutputItemDone(output_index=index, item=item))
     return events
+
+
+def _summary_closing(item: ReasoningItem, index: int, si: int) -> list[WireEvent]:
+    """The summary view of reasoning part ``si``: the same characters, closed the same way."""
+    summary = item.summary[si]
+    return [
+        ReasoningSummaryTextDone(item_id=item.id, output_index=index, summary_index=si, text=summary.text),
+        ReasoningSummaryPartDone(
+            item_id=item.id,
+            output_index=index,
+            summary_index=si,
+            part=summary,
+            status="incomplete" if item.status == "incomplete" else None,
+        ),
+    ]
 
 
 def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) -> list[WireEvent]:
@@ -252,22 +308,41 @@ def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) ->
                 ]
             if kind == "refusal":
                 return [RefusalDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
-            return [ReasoningTextDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
+            reasoning: list[WireEvent] = [
+                ReasoningTextDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)
+            ]
+            if state.summarised:
+                reasoning.append(
+                    ReasoningSummaryTextDelta(
+                        item_id=state.item_id, output_index=i, summary_index=ci, delta=d
+                    )
+                )
+            return reasoning
         case Opened():
             body = snapshot.body()
             return [ResponseCreated(response=body), ResponseInProgress(response=body)]
         case ItemAdded():
             return [OutputItemAdded(output_index=event.output_index, item=event.item)]
         case PartAdded():
-            item_id = snapshot.items[event.output_index].item_id
-            return [
+            state = snapshot.items[event.output_index]
+            added: list[WireEvent] = [
                 ContentPartAdded(
-                    item_id=item_id,
+                    item_id=state.item_id,
                     output_index=event.output_index,
                     content_index=event.content_index,
                     part=_empty_part(event.part),
                 )
             ]
+            if state.summarised:
+                added.append(
+                    ReasoningSummaryPartAdded(
+                        item_id=state.item_id,
+                        output_index=event.output_index,
+                        summary_index=event.content_index,
+                        part=SummaryText(text=""),
+                    )
+                )
+            return added
         case ArgumentsAppended():
             state = snapshot.items[event.output_index]
             if isinstance(state.first, FunctionCallItem):
