@@ -16,7 +16,7 @@ from accord.adapters.http.metrics import Metrics
 from accord.adapters.http.responses import create_response
 from accord.adapters.service import Prepared, Service
 from accord.config import Settings
-from accord.errors import RequestError
+from accord.errors import NotFound, RequestError
 from accord.events.wire import EventLog
 
 log = structlog.get_logger("accord.http")
@@ -53,6 +53,14 @@ async def _models(app: AccordApp, ex: Exchange) -> None:
     )
 
 
+async def _model(app: AccordApp, ex: Exchange) -> None:
+    assert ex.match is not None
+    name = ex.match["id"]
+    if name not in await app.model_names():
+        raise NotFound(f"no model {name!r}", param="model")
+    await ex.json(200, {"id": name, "object": "model", "created": 0, "owned_by": "accord"})
+
+
 async def _openapi(app: AccordApp, ex: Exchange) -> None:
     from accord.adapters.http.openapi import openapi_document
 
@@ -85,6 +93,7 @@ class AccordApp:
         self.routes: list[Route] = []
         self.add_route("POST", r"/v1/responses", create_response)
         self.add_route("GET", r"/v1/models", _models)
+        self.add_route("GET", r"/v1/models/(?P<id>.+?)", _model)
         self.add_route("GET", r"/health", _health)
         self.add_route("GET", r"/version", _version)
         self.add_route("GET", r"/metrics", _metrics)
