@@ -5,6 +5,7 @@ its projection, with the same sequence numbers as the live one.
 """
 
 from ._attach import StoreConfigError, attach_store, open_store
+from ._conversations import ConversationItem, ConversationRecord, DuplicateItem, ItemPage, NewItem
 from ._postgres import PostgresStore
 from ._protocol import ChainBroken, History, Page, ResponseStore, StoreError, UnknownCursor
 from ._records import ResponseRecord, StoredItem
@@ -13,7 +14,12 @@ from ._sqlite import SQLiteStore
 
 __all__ = [
     "ChainBroken",
+    "ConversationItem",
+    "ConversationRecord",
+    "DuplicateItem",
     "History",
+    "ItemPage",
+    "NewItem",
     "Page",
     "PostgresStore",
     "ResponseRecord",
