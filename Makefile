@@ -25,6 +25,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check accord tests
 	$(BIN)/ruff format --check accord tests
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy accord

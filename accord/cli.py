@@ -92,22 +92,19 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 def serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from accord.adapters.build import ConfigError, build_service
-    from accord.adapters.http.app import AccordApp
+    from accord.adapters.build import assemble
     from accord.adapters.http.serve import serve_app
     from accord.adapters.logs import configure_logging
+    from accord.errors import ConfigError
 
     settings = settings_from_args(args)
     configure_logging(settings.log_format)
     try:
-        service = build_service(settings)
+        built = assemble(settings)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"accord: {exc}", file=sys.stderr)
         return 2
-    app = AccordApp(settings, service)
-    from accord.adapters.wiring import attach_extensions
-
-    attach_extensions(app, settings)
+    app, service = built.app, built.service
 
     def ready() -> None:
         print(

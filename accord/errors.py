@@ -1,6 +1,27 @@
 """The error tree: whose fault it was decides how it surfaces (STYLE 8).
 
-Only the HTTP edge turns these into a status code or an SSE ``error`` event.
+Every exception class accord defines sits in this tree (a test walks every module and
+checks it)::
+
+    AccordError
+    ├── RequestError            the client's fault: an HTTP status, the JSON path, a code
+    │   ├── NotFound            404: a stored response or route that does not exist
+    │   └── TemplateRaised      the chat template refused the conversation (adapters/templates)
+    ├── GenerationError         the engine or the model failed (code: engine_error, upstream_error, ...)
+    │   └── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
+    ├── UnsupportedModel        a model file the local engine cannot run (engine/local)
+    ├── ProtocolViolation       a stage got an event it must never get: a bug, not a case to handle
+    │   └── FoldError           an event the Snapshot's state does not allow (events/response)
+    ├── ConfigError             the settings cannot produce a working server (reported at start-up)
+    │   └── ScriptError         a scripted engine's rules file is not valid
+    ├── StoreError              the response store failed or refused (adapters/store)
+    │   ├── ChainBroken         a ``previous_response_id`` chain reaches a response no longer stored
+    │   └── UnknownCursor       an ``after`` cursor names no item of that response
+    └── TraceError              a file is not a readable trace (events/trace)
+
+Only the HTTP edge turns these into a status code or an SSE ``error`` event: a
+``RequestError`` before the stream opened becomes its status and body; anything raised
+inside a run becomes ``error`` + ``response.failed`` (docs/spec.md W6).
 """
 
 from __future__ import annotations
@@ -40,23 +61,29 @@ class RequestError(AccordError):
 
 
 class NotFound(RequestError):
-    def __init__(self, message: str, *, param: str | None = None) -> None:
-        super().__init__(message, param=param, status=404, code="not_found")
+    """404: what the request names does not exist (a stored response, a route)."""
 
-
-class Overloaded(RequestError):
-    def __init__(self, message: str, *, status: int = 503) -> None:
-        super().__init__(message, status=status, code="overloaded", type="server_error")
+    def __init__(self, message: str, *, param: str | None = None, code: str = "not_found") -> None:
+        super().__init__(message, param=param, status=404, code=code)
 
 
 class GenerationError(AccordError):
     """The engine or the model failed; ``code`` is the SSE/JSON error code (SPEC W6)."""
 
-    def __init__(self, message: str, *, code: str = "engine_error") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+    code = "engine_error"
 
 
 class ProtocolViolation(AccordError):
     """A stage received an event it must never receive: a bug, not a case to handle."""
+
+
+class ConfigError(AccordError):
+    """The settings cannot produce a working server."""
+
+
+class StoreError(AccordError):
+    """The response store failed or refused."""
+
+
+class TraceError(AccordError):
+    """The file is not a readable trace."""

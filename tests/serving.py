@@ -13,10 +13,9 @@ from typing import Any
 import anyio
 import httpx
 
-from accord.adapters.build import build_service
+from accord.adapters.build import build_app
 from accord.adapters.http.app import AccordApp
 from accord.adapters.http.serve import serve_app
-from accord.adapters.wiring import attach_extensions
 from accord.config import Settings
 
 
@@ -43,8 +42,7 @@ def running(settings: Settings, app: AccordApp | None = None) -> Iterator[Server
     port = free_port()
     settings = settings.model_copy(update={"port": port, "host": "127.0.0.1"})
     if app is None:
-        app = AccordApp(settings, build_service(settings))
-        attach_extensions(app, settings)
+        app = build_app(settings)
     stop = threading.Event()
     ready = threading.Event()
     errors: list[BaseException] = []

@@ -1,7 +1,9 @@
-"""The import layering of ARCHITECTURE.md, checked on the real import graph.
+"""The import layering of docs/architecture.md, checked on the real import graph.
 
 `events/` and the parsers stay free of anyio, hypercorn and torch; nothing below
-`adapters/` imports `adapters`; `engine` and `kernels` know nothing of HTTP or the wire.
+`adapters/` imports `adapters`; `engine` and `kernels` know nothing of HTTP, the wire or
+configuration. The same rules, with the layers and "no cycles anywhere", are import-linter
+contracts in pyproject.toml, run here and by `make lint`.
 """
 
 from __future__ import annotations
@@ -41,12 +43,16 @@ def _modules(package: str) -> list[Path]:
         ("pipeline/reasoning", ("anyio", "hypercorn", "torch", "trio", "accord.adapters", "accord.engine")),
         ("pipeline/tools", ("anyio", "hypercorn", "torch", "trio", "accord.adapters", "accord.engine")),
         ("pipeline", ("hypercorn", "torch", "accord.adapters")),
-        ("engine", ("hypercorn", "accord.adapters", "accord.events.wire", "accord.pipeline")),
+        (
+            "engine",
+            ("hypercorn", "accord.adapters", "accord.config", "accord.events.wire", "accord.pipeline"),
+        ),
+        ("adapters/store", ("accord.adapters.http", "accord.adapters.build", "accord.config")),
         ("kernels", ("hypercorn", "accord.adapters", "accord.events", "accord.pipeline")),
     ],
 )
 def test_package_imports_stay_below_its_layer(package: str, forbidden: tuple[str, ...]) -> None:
-    """Each layer imports only what sits below it (ARCHITECTURE "Imports point down")."""
+    """Each layer imports only what sits below it (docs/architecture.md "Imports point down")."""
     offenders = [
         f"{path.relative_to(ROOT)} imports {name}"
         for path in _modules(package)
@@ -68,3 +74,56 @@ def test_events_load_without_io_libraries() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+def test_import_contracts_hold() -> None:
+    """The import-linter contracts of pyproject.toml (layers, no cycles, a pure core) hold on today's code."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    if not lint.exists():
+        pytest.skip("import-linter is not installed next to this interpreter")
+    done = subprocess.run(
+        [str(lint), "--no-cache", "--no-logo"],
+        cwd=ROOT.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_every_exception_class_is_in_the_error_tree() -> None:
+    """Every exception class accord defines subclasses AccordError, so whose fault it was is always known."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import accord
+    from accord.errors import AccordError
+
+    outside: list[str] = []
+    for info in pkgutil.walk_packages(accord.__path__, "accord."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+                and not issubclass(value, AccordError)
+            ):
+                outside.append(f"{module.__name__}.{name}")
+    assert outside == []
+
+
+def test_the_error_tree_drawing_names_every_public_class() -> None:
+    """The tree in errors.py's docstring lists each class that errors.py defines."""
+    import accord.errors as errors
+
+    drawing = errors.__doc__ or ""
+    defined = [
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and value.__module__ == errors.__name__
+    ]
+    assert defined and all(name in drawing for name in defined)

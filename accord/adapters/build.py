@@ -1,26 +1,51 @@
-"""Settings -> a running service: engine, template, profile, parsers, sealer."""
+"""The composition root: settings -> engine, store, service, run driver, app.
+
+This is the one module that reads :class:`~accord.config.Settings` to decide what to
+build, and the only place parts are connected. Each part receives what it uses in its
+constructor and is not changed afterwards: the store goes into the service and the store
+writer, the hooks into the run driver, the routes and lifespans into the app.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 
-from accord.adapters.requests import Sealer
-from accord.adapters.service import Service
+from accord.adapters.http.app import AccordApp, Lifespan, RouteSpec
+from accord.adapters.http.background import BackgroundRuns
+from accord.adapters.http.compact import compact, input_tokens
+from accord.adapters.http.completions import create_completion, model_lister
+from accord.adapters.http.context import Context
+from accord.adapters.http.responses import create_response
+from accord.adapters.http.stored import StoredRoutes
+from accord.adapters.metrics import Metrics
+from accord.adapters.persistence import StoreWriter
+from accord.adapters.requests import RequestLimits, Sealer, referenced_ids
+from accord.adapters.runner import Lifecycle, RunHook, Runner
+from accord.adapters.service import Prepared, Service
+from accord.adapters.store import PostgresStore, ResponseStore, SQLiteStore
 from accord.adapters.templates import PromptRenderer, load_template_files, resolve_profile
+from accord.adapters.traces import TraceRecorder
 from accord.config import Settings
 from accord.engine.protocol import Engine
+from accord.errors import ConfigError
+from accord.events.trace import TraceOptions
 from accord.pipeline.reasoning import reasoning_parser
+from accord.pipeline.run import RunObserver
 from accord.pipeline.tools import tool_parser
 
 log = structlog.get_logger("accord.build")
 
+DB_FILE = "accord.db"
 
-class ConfigError(ValueError):
-    """The settings cannot produce a working server."""
+__all__ = ["Assembly", "ConfigError", "assemble", "build_app", "build_engine", "build_service", "open_store"]
 
 
+# -- engine ------------------------------------------------------------------------------
 def build_engine(settings: Settings) -> Engine:
     if settings.engine == "scripted":
         from accord.engine.scripted import ScriptedEngine, load_script
@@ -40,13 +65,57 @@ def build_engine(settings: Settings) -> Engine:
         )
         return engine
     if settings.engine == "remote":
-        from accord.engine.remote import build_remote_engine
-
-        remote: Engine = build_remote_engine(settings)
-        return remote
+        return build_remote_engine(settings)
     raise ConfigError(f"unknown engine {settings.engine!r}")
 
 
+def build_remote_engine(settings: Settings) -> Engine:
+    """``--engine remote``: one pool (``--upstream``) or a prefill/decode split."""
+    from accord.engine.disagg import DisaggEngine
+    from accord.engine.remote import RemoteEngine
+    from accord.engine.upstream import HttpSession, RetryPolicy, load_model_files
+
+    files = load_model_files(settings.model) if settings.model is not None else None
+    common: dict[str, Any] = {
+        "files": files,
+        "model_name": settings.model_name,
+        "max_context": settings.max_context,
+        "http": HttpSession(
+            connect_timeout=settings.upstream_connect_timeout, read_timeout=settings.upstream_read_timeout
+        ),
+        "retry": RetryPolicy(attempts=settings.upstream_attempts),
+    }
+    if settings.prefill_upstream or settings.decode_upstream:
+        if not (settings.prefill_upstream and settings.decode_upstream):
+            raise ConfigError("a prefill/decode split needs both --prefill-upstream and --decode-upstream")
+        return DisaggEngine(settings.prefill_upstream, settings.decode_upstream, **common)
+    if not settings.upstream:
+        raise ConfigError(
+            "--engine remote needs --upstream URL (or --prefill-upstream and --decode-upstream)"
+        )
+    return RemoteEngine(settings.upstream, **common)
+
+
+# -- store -------------------------------------------------------------------------------
+def open_store(settings: Settings) -> ResponseStore | None:
+    """The store ``--store`` names: ``sqlite:///PATH`` (``sqlite:////abs/path``), ``postgresql://…``,
+    or ``none``; by default ``accord.db`` in the data directory."""
+    url = settings.store
+    if url is None:
+        return SQLiteStore(Path(settings.data_dir) / DB_FILE)
+    if url.lower() in ("none", "off"):
+        return None
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if not path:
+            raise ConfigError("--store sqlite:///PATH needs a path")
+        return SQLiteStore(Path(path))
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(url)
+    raise ConfigError(f"--store must be sqlite:///PATH, postgresql://... or none, not {url!r}")
+
+
+# -- service -----------------------------------------------------------------------------
 def template_source(settings: Settings, engine: Engine) -> tuple[str | None, str, str]:
     """The chat template text (None: the plain built-in format) with its BOS and EOS strings."""
     bos = str(getattr(engine, "bos_token", "") or "")
@@ -58,7 +127,13 @@ def template_source(settings: Settings, engine: Engine) -> tuple[str | None, str
     return (str(source) if source else None), bos, eos
 
 
-def build_service(settings: Settings, engine: Engine | None = None) -> Service:
+def build_service(
+    settings: Settings,
+    engine: Engine | None = None,
+    *,
+    store: ResponseStore | None = None,
+    observers: Callable[[], list[RunObserver]] = list,
+) -> Service:
     engine = engine if engine is not None else build_engine(settings)
     template, bos, eos = template_source(settings, engine)
     profile = resolve_profile(settings.profile, template)
@@ -86,11 +161,104 @@ def build_service(settings: Settings, engine: Engine | None = None) -> Service:
     return Service(
         engine=engine,
         renderer=renderer,
-        profile=profile,
+        profile=profile.with_overrides(reasoning_parser=reasoning_name, tool_parser=tool_name),
         reasoning=reasoning,
         tools=tools,
         sealer=Sealer.from_settings(settings.secret_key, settings.data_dir),
         keepalive_interval=settings.keepalive_interval,
         web_search=settings.web_search,
         vision=False,
+        observers=observers,
+        store=store,
     )
+
+
+def trace_options(service: Service) -> TraceOptions:
+    return TraceOptions(
+        reasoning_parser=service.profile.reasoning_parser,
+        tool_parser=service.profile.tool_parser,
+        profile=service.profile.name,
+        model=service.engine.model_name,
+        keepalive_interval=service.keepalive_interval,
+        web_search=service.web_search,
+        vision=service.vision,
+        sealed=service.sealer is not None,
+    )
+
+
+# -- the app -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Assembly:
+    """Everything one server is made of, as built (tests and tools reach the parts here)."""
+
+    settings: Settings
+    service: Service
+    store: ResponseStore | None
+    runner: Runner
+    recorder: TraceRecorder | None
+    app: AccordApp
+
+
+def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
+    """Build the server ``settings`` describe (``engine``: use this one instead of building it)."""
+    store = open_store(settings)
+    tracing = settings.trace_dir is not None
+    service = build_service(
+        settings, engine, store=store, observers=(lambda: [TraceRecorder.observer()]) if tracing else list
+    )
+    metrics = Metrics()
+    hooks: list[RunHook] = []
+    lifespans: list[Lifespan] = []
+    writer = StoreWriter(store, settings.store_ttl) if store is not None else None
+    if writer is not None:
+        hooks.append(writer)
+        lifespans.append(writer.lifetime)
+    recorder: TraceRecorder | None = None
+    if settings.trace_dir is not None:
+
+        async def references(prepared: Prepared) -> dict[str, Any] | None:
+            ids = referenced_ids(prepared.request)
+            return await service.references(ids) if ids else None
+
+        recorder = TraceRecorder(
+            Path(settings.trace_dir),
+            trace_options(service),
+            redact=settings.trace_redact,
+            counters=metrics.extra_counters,
+            references=references,
+        )
+        hooks.append(recorder)
+        lifespans.append(recorder.running)
+    runner = Runner(hooks, metrics, Lifecycle(metrics))
+    runs = BackgroundRuns(store, runner, writer.ttl) if store is not None and writer is not None else None
+    if runs is not None:
+        # Entered after the store's lifetime, so left before it: runs end before the store closes.
+        lifespans.append(runs.lifetime)
+    context = Context(
+        service=service,
+        runner=runner,
+        limits=RequestLimits(
+            max_input_items=settings.max_input_items,
+            max_tools=settings.max_tools,
+            max_string_chars=settings.max_string_chars,
+        ),
+        max_body_bytes=settings.max_body_bytes,
+        model_names=model_lister(service.engine),
+        store=store,
+        background=runs,
+    )
+    routes: list[RouteSpec] = [
+        ("POST", r"/v1/responses", create_response),
+        ("POST", r"/v1/completions", create_completion),
+        ("POST", r"/v1/responses/input_tokens", input_tokens),
+        ("POST", r"/v1/responses/compact", compact),
+    ]
+    if store is not None and runs is not None:
+        routes += StoredRoutes(store, runs).routes()
+        log.info("store", kind=store.kind, ttl=runs.ttl)
+    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans)
+    return Assembly(settings, service, store, runner, recorder, app)
+
+
+def build_app(settings: Settings, engine: Engine | None = None) -> AccordApp:
+    return assemble(settings, engine).app

@@ -1,7 +1,8 @@
 """The service: what turns one decoded request into a ready-to-run response.
 
 It owns the long-lived parts (engine, prompt renderer, profile and parsers, sealer,
-store) and assembles a :class:`ResponseRun` per request. The HTTP edge and the replay
+store), all given to its constructor by the composition root, and assembles a
+:class:`ResponseRun` per request. The HTTP edge and the replay
 tools both use it, so a replayed trace runs exactly the chain a live request runs.
 """
 
@@ -11,7 +12,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import structlog
 
@@ -24,6 +25,7 @@ from accord.adapters.requests import (
     referenced_ids,
     response_echo,
 )
+from accord.adapters.store import ChainBroken, ResponseStore
 from accord.adapters.templates import Profile, PromptRenderer
 from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
 from accord.errors import RequestError
@@ -33,9 +35,6 @@ from accord.pipeline.parse import ParseStage
 from accord.pipeline.reasoning import ReasoningFactory
 from accord.pipeline.run import ResponseRun, RunObserver
 from accord.pipeline.tools import NoTools, ToolParserFactory
-
-if TYPE_CHECKING:
-    from accord.adapters.store import ResponseStore
 
 log = structlog.get_logger("accord.service")
 
@@ -93,8 +92,6 @@ class Service:
                 "previous_response_id needs a response store; this server runs without one",
                 param="previous_response_id",
             )
-        from accord.adapters.store import ChainBroken
-
         try:
             found = await self.store.history(previous)
         except ChainBroken as exc:

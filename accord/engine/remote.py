@@ -12,6 +12,8 @@ server-side template and parsers would make a second, different interpretation.
 least-loaded routing and ``prompt_cache_key`` affinity, and
 :mod:`accord.engine.upstream._calls` for what is retried. With ``--prefill-upstream``
 and ``--decode-upstream`` pools the engine is :class:`accord.engine.disagg.DisaggEngine`.
+Which of the two a server runs is decided by the composition root (``accord.adapters.build``);
+nothing under ``engine/`` reads configuration.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from accord.config import Settings
 from accord.engine import tokens
-from accord.engine.protocol import Engine, GenerationRequest
+from accord.engine.protocol import GenerationRequest
 from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
@@ -36,7 +37,6 @@ from accord.engine.upstream import (
     TextTokenizer,
     Upstream,
     UpstreamPool,
-    load_model_files,
     stream_completion,
     upstream_token_count,
 )
@@ -191,26 +191,3 @@ class RemoteEngine(UpstreamEngine):
         async with aclosing(events):
             async for event in events:
                 yield event
-
-
-def build_remote_engine(settings: Settings) -> Engine:
-    """``--engine remote``: one pool (``--upstream``) or a prefill/decode split."""
-    files = load_model_files(settings.model) if settings.model is not None else None
-    common: dict[str, Any] = {
-        "files": files,
-        "model_name": settings.model_name,
-        "max_context": settings.max_context,
-        "http": HttpSession(
-            connect_timeout=settings.upstream_connect_timeout, read_timeout=settings.upstream_read_timeout
-        ),
-        "retry": RetryPolicy(attempts=settings.upstream_attempts),
-    }
-    if settings.prefill_upstream or settings.decode_upstream:
-        if not (settings.prefill_upstream and settings.decode_upstream):
-            raise ValueError("a prefill/decode split needs both --prefill-upstream and --decode-upstream")
-        from accord.engine.disagg import DisaggEngine
-
-        return DisaggEngine(settings.prefill_upstream, settings.decode_upstream, **common)
-    if not settings.upstream:
-        raise ValueError("--engine remote needs --upstream URL (or --prefill-upstream and --decode-upstream)")
-    return RemoteEngine(settings.upstream, **common)

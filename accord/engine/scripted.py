@@ -30,6 +30,7 @@ import msgspec
 
 from accord.engine import tokens
 from accord.engine.protocol import GenerationRequest
+from accord.errors import ConfigError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 
 
@@ -67,7 +68,7 @@ class Script(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     rules: list[Rule]
 
 
-class ScriptError(ValueError):
+class ScriptError(ConfigError):
     """The rules file is not valid."""
 
 

@@ -1,4 +1,4 @@
-"""Output items and usage as the Responses API puts them on the wire (protocol.md A3, A4).
+"""Output items and usage as the Responses API puts them on the wire (docs/spec.md A3, A4).
 
 These are the values inside ``output_item.added/done`` and ``Response.output``; the
 Snapshot materialises them from its fold state, so each is built in one place.

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from accord.errors import ProtocolViolation
 from accord.events.items import (
     ContentPart,
     CustomToolCallItem,
@@ -36,7 +37,7 @@ PartKind = Literal["output_text", "refusal", "reasoning_text"]
 Status = Literal["in_progress", "completed", "incomplete", "failed", "cancelled", "queued"]
 
 
-class FoldError(Exception):
+class FoldError(ProtocolViolation):
     """An event that the Snapshot's state does not allow."""
 
 
@@ -53,6 +54,10 @@ class Opened(ResponseEvent, frozen=True, tag="opened"):
     #: ``reasoning.summary`` was set: reasoning items also carry their text as
     #: ``summary_text`` parts, a second view of the same characters (one per part).
     reasoning_summary: bool = False
+    #: A background response accepted but not started: the fold's status is ``queued``
+    #: (SPEC S4). The run itself opens with ``queued=False``; nothing else may follow a
+    #: queued opening.
+    queued: bool = False
 
 
 class ItemAdded(ResponseEvent, frozen=True, tag="item_added"):
@@ -231,6 +236,10 @@ class Snapshot:
                 )
                 self.echo = dict(event.echo)
                 self.reasoning_summary = event.reasoning_summary
+                if event.queued:
+                    self.status = "queued"
+            case _ if self.status == "queued":
+                raise FoldError(f"{type(event).__name__} on a queued response")
             case ItemAdded():
                 if event.output_index != len(self.items):
                     raise FoldError(f"item added at {event.output_index}, expected {len(self.items)}")
@@ -304,7 +313,7 @@ class Snapshot:
         return [item.materialise() for item in self.items]
 
     def body(self, *, with_output: bool = True) -> dict[str, Any]:
-        """The Response object (protocol.md A3) as of this point of the fold."""
+        """The Response object (docs/spec.md A3) as of this point of the fold."""
         body: dict[str, Any] = {
             "id": self.response_id,
             "object": "response",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
+from accord.errors import ProtocolViolation
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 from accord.pipeline.reasoning import ReasoningSplitter
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
@@ -41,7 +42,7 @@ class ParseStage:
 
     def feed(self, event: GenerationOutput) -> list[ParsedSegment | End]:
         if self._ended:
-            raise RuntimeError("engine event after the end of generation")
+            raise ProtocolViolation("engine event after the end of generation")
         match event:
             case Chunk():
                 segments = self._route(self._splitter.feed(event.text))
@@ -64,7 +65,7 @@ class ParseStage:
                     )
                 )
                 return out
-        raise TypeError(f"not an engine event: {event!r}")
+        raise ProtocolViolation(f"not an engine event: {event!r}")
 
     def _route(self, segments: list[ParsedSegment]) -> list[ParsedSegment]:
         routed: list[ParsedSegment] = []

@@ -32,6 +32,7 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from accord.engine.protocol import Engine, GenerationRequest
+from accord.errors import GenerationError, ProtocolViolation
 from accord.events.generation import EngineFailed, GenerationOutput
 from accord.events.response import Failed, Opened
 from accord.events.wire import EventLog, WireEvent
@@ -162,7 +163,7 @@ class ResponseRun:
             for response_event in self.tracker.feed(segment):
                 wire.extend(self.log.append(response_event))
         if isinstance(event, EngineFailed) and not self.log.terminated:
-            raise RuntimeError("engine failure did not end the response")
+            raise ProtocolViolation("engine failure did not end the response")
         return wire
 
 
@@ -175,7 +176,7 @@ def _drain(first: EgressItem, receive: MemoryObjectReceiveStream[EgressItem]) ->
             return items
 
 
-class _EngineRaised(Exception):
+class _EngineRaised(GenerationError):
     def __init__(self, cause: Exception) -> None:
         super().__init__(type(cause).__name__)
         self.cause = cause

@@ -27,11 +27,13 @@ from typing import Any, Literal
 
 import msgspec
 
+from accord.errors import ProtocolViolation
+
 ToolKind = Literal["function", "custom"]
 
 
 class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One tool offered to the model, in the flat shape every parser reads (protocol.md B14 #10)."""
+    """One tool offered to the model, in the flat shape every parser reads (docs/model-formats.md B14 #10)."""
 
     #: The name as offered to the model: ``tool`` or ``namespace.tool``.
     name: str
@@ -123,18 +125,18 @@ def merge_segments(segments: Sequence[ParsedSegment]) -> list[MergedSegment]:
         match seg:
             case CallOpened():
                 if opened is not None:
-                    raise ValueError("a call opened inside another")
+                    raise ProtocolViolation("a call opened inside another")
                 opened, at, pieces = seg, len(merged), []
                 merged.append(AbandonedCall(name=seg.name, arguments="", call_id=seg.call_id))
                 continue
             case CallArguments():
                 if opened is None:
-                    raise ValueError("call arguments outside a call")
+                    raise ProtocolViolation("call arguments outside a call")
                 pieces.append(seg.delta)
                 continue
             case CallClosed() | CallAbandoned():
                 if opened is None:
-                    raise ValueError("a call ended that was not open")
+                    raise ProtocolViolation("a call ended that was not open")
                 kind = ToolCall if isinstance(seg, CallClosed) else AbandonedCall
                 merged[at] = kind(name=opened.name, arguments="".join(pieces), call_id=opened.call_id)
                 opened = None
@@ -151,5 +153,5 @@ def merge_segments(segments: Sequence[ParsedSegment]) -> list[MergedSegment]:
             continue
         merged.append(seg)
     if opened is not None:
-        raise ValueError("a call is still open")
+        raise ProtocolViolation("a call is still open")
     return merged

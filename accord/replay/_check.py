@@ -3,7 +3,7 @@
 Sans-IO (STYLE 2): ``feed(data)`` takes one SSE ``data`` payload at a time and ``finish()`` returns the
 defects. It keeps only per-item state and the text of each slot, so checking is linear in the stream.
 
-The checks follow three sources: the documented order (protocol.md A5, SPEC W1-W5), the openai SDK
+The checks follow three sources: the documented order (docs/spec.md A5, SPEC W1-W5), the openai SDK
 accumulator's own checks (A6, each marked ``breaks_sdk`` where the helper raises), and the comparison of
 each item between what was streamed and what the terminal response's snapshot says (SPEC W2/W3) --
 the class of defect the recorded production incidents were made of.

@@ -94,7 +94,7 @@ _CLASSES: tuple[DefectClass, ...] = (
         "response.completed/incomplete/failed whose response.status (or error/incomplete_details) does not match",
     ),
     DefectClass(
-        "event_order", "event order", "streams", "events out of the documented order (protocol.md A5)"
+        "event_order", "event order", "streams", "events out of the documented order (docs/spec.md A5)"
     ),
     DefectClass(
         "logprobs_missing",

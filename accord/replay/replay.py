@@ -16,6 +16,7 @@ is violated, 2 when a trace cannot be read or replayed (or there is none).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import zlib
 from dataclasses import dataclass, field
@@ -26,20 +27,20 @@ import anyio
 import msgspec
 import structlog
 
-from accord.adapters.http.responses import termination_cause
+from accord.adapters.metrics import Metrics
 from accord.adapters.requests import ResponsesRequest
+from accord.adapters.runner import Collected, Lifecycle, Runner, Stop
 from accord.adapters.service import Service
 from accord.adapters.templates import PromptRenderer, resolve_profile
 from accord.errors import AccordError
 from accord.events.generation import EngineFailed, Finished
-from accord.events.wire import WireEvent
+from accord.events.trace import redact_lifecycle
 from accord.pipeline.reasoning import reasoning_parser
 from accord.pipeline.tools import tool_parser
 from accord.replay._compare import comparable_response, difference, stream_difference
 from accord.replay._replay_engine import TraceEngine, rechunk, recorded_ids
 from accord.replay._tracefile import Trace, TraceError, load_trace
 from accord.replay.audit import audit_events
-from accord.replay.trace import redact
 
 #: Causes after which the recorded stream simply stops (nobody was left to send the rest to).
 _CUT_SHORT = frozenset({"client_disconnected", "aborted"})
@@ -122,57 +123,45 @@ async def replay_trace(
 ) -> ReplayResult:
     """Run one trace again and judge the result."""
     result = ReplayResult(source=trace.path, response_id=trace.header.get("response_id"), cause=trace.cause)
-    service = _service_for(trace.options, cache)
     engine = _engine_for(trace, rng)
     engine.exhausted = anyio.Event()
-    service.engine = engine
-    service.new_id = recorded_ids(trace.wire)
-    service.recorded_history = list(trace.header.get("history") or [])
-    service.recorded_references = dict(trace.header.get("references") or {})
+    # The cached service, with this trace's engine, ids, history and references.
+    service = dataclasses.replace(
+        _service_for(trace.options, cache),
+        engine=engine,
+        new_id=recorded_ids(trace.wire),
+        recorded_history=list(trace.header.get("history") or []),
+        recorded_references=dict(trace.header.get("references") or {}),
+    )
     try:
         request = msgspec.convert(trace.header.get("request"), ResponsesRequest)
         prepared = await service.prepare(request)
     except (msgspec.ValidationError, AccordError) as exc:
         result.error = f"cannot prepare the recorded request: {exc}"
         return result
-    run = prepared.run
-    wire: list[WireEvent] = []
 
-    async def emit(batch: list[WireEvent]) -> None:
-        wire.extend(batch)
+    async def cut_when_silent() -> Stop:
+        # The recorded run stopped here (hang-up, shutdown): stop once the chain has caught up.
+        assert engine.exhausted is not None
+        await engine.exhausted.wait()
+        await anyio.wait_all_tasks_blocked()
+        if trace.cause == "failed:server_shutting_down":
+            return Stop.SHUTDOWN
+        return Stop.CLIENT_GONE if trace.cause == "client_disconnected" else Stop.ABORTED
 
-    async with anyio.create_task_group() as tg:
-
-        async def cut_when_silent() -> None:
-            # The recorded run stopped here (hang-up, shutdown): stop once the chain has caught up.
-            assert engine.exhausted is not None
-            await engine.exhausted.wait()
-            await anyio.wait_all_tasks_blocked()
-            tg.cancel_scope.cancel()
-
-        if engine.go_silent:
-            tg.start_soon(cut_when_silent)
-        await run.run(emit)
-        tg.cancel_scope.cancel()
-    if trace.cause == "failed:server_shutting_down":
-        await run.end_early("server_shutting_down", "the server is shutting down", emit)
-    result.replayed_cause = termination_cause(run.log, trace.cause == "client_disconnected")
+    collected = Collected()
+    metrics = Metrics()
+    # The driver a live response runs under, with no hooks: a replay stores and traces nothing.
+    runner = Runner((), metrics, Lifecycle(metrics))
+    outcome = await runner.drive(prepared, collected, watchers=[cut_when_silent] if engine.go_silent else [])
+    run, wire = prepared.run, collected.events
+    result.replayed_cause = outcome.cause
     replayed = [msgspec.to_builtins(event) for event in wire]
     if trace.header.get("redacted"):
-        replayed = [_redact_lifecycle(e) for e in replayed]
+        replayed = [redact_lifecycle(e) for e in replayed]
     final = msgspec.to_builtins(run.log.snapshot.body()) if run.log.snapshot.response_id else None
     _judge(result, trace, replayed, final, rng)
     return result
-
-
-def _redact_lifecycle(event: dict[str, Any]) -> dict[str, Any]:
-    response = event.get("response")
-    if isinstance(response, dict) and response.get("instructions"):
-        return {
-            **event,
-            "response": {**response, "instructions": redact(response["instructions"], under_text_key=True)},
-        }
-    return event
 
 
 def _judge(
@@ -187,7 +176,7 @@ def _judge(
         result.stream_change = stream_difference(trace.wire, replayed, prefix_only=cut_short)
     if trace.final is not None and not cut_short:
         if trace.header.get("redacted") and final is not None:
-            final = _redact_lifecycle({"response": final})["response"]
+            final = redact_lifecycle({"response": final})["response"]
         usage = rng is None
         result.snapshot_change = difference(
             comparable_response(trace.final, usage=usage), comparable_response(final, usage=usage)

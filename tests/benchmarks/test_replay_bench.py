@@ -19,11 +19,12 @@ import anyio
 import msgspec
 import pytest
 
+from accord.adapters.traces import TraceRecorder
 from accord.events.generation import Chunk, Finished
+from accord.events.trace import TraceOptions
 from accord.replay.audit import audit_path
 from accord.replay.replay import replay_paths, trace_files
 from accord.replay.sse import parse_sse
-from accord.replay.trace import TraceOptions, TraceRecorder
 from tests.replay.builders import StreamBuilder, to_sse
 from tests.replay.test_trace_units import fake_prepared
 

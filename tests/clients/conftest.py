@@ -5,6 +5,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+
 import pytest
 
 from tests.clients.matrix import KEEPALIVE_INTERVAL, RULES
@@ -50,4 +51,3 @@ def node() -> tuple[str, Path]:
     if modules is None or not modules.is_dir():
         pytest.skip(f"Node clients not installed at {modules}: run .ci/node-clients.sh")
     return binary, modules
-

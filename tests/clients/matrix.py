@@ -63,6 +63,10 @@ RULES: list[dict[str, Any]] = [
         "output": '{"city": "Paris", "temperature": 21}',
         "chunk_chars": 6,
     },
-    {"when": {"last_input": "(?i)think"}, "output": f"<think>{REASONING}</think>{THINK_ANSWER}", "chunk_chars": 5},
+    {
+        "when": {"last_input": "(?i)think"},
+        "output": f"<think>{REASONING}</think>{THINK_ANSWER}",
+        "chunk_chars": 5,
+    },
     {"output": PLAIN_TEXT, "chunk_chars": 5},
 ]

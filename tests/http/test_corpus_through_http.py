@@ -18,7 +18,7 @@ import httpx
 import msgspec
 import pytest
 
-from accord.adapters.build import build_service
+from accord.adapters.build import build_app
 from accord.adapters.http.app import AccordApp
 from accord.events.generation import Finished
 from accord.events.response import Opened, fold
@@ -117,7 +117,7 @@ def test_row_streams_and_folds_to_its_expectation(tmp_path: Path, row: CorpusRow
         reasoning_parser=row.parser if row.stage == "reasoning" else "none",
         tool_parser=row.parser if row.stage == "tools" else "none",
     )
-    app = AccordApp(settings, build_service(settings))
+    app = build_app(settings)
     body: dict[str, Any] = {"model": "m", "input": "go"}
     if row.tools:
         body["tools"] = _request_tools(row.tools)

@@ -14,7 +14,7 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accord.adapters.build import build_service
+from accord.adapters.build import build_app
 from accord.adapters.http.app import AccordApp
 from tests.serving import scripted_settings, write_script
 
@@ -90,7 +90,7 @@ bodies = st.fixed_dictionaries(
 def _app(tmp: Path) -> AccordApp:
     script = write_script(tmp, [{"output": "ok"}])
     s = scripted_settings(script, max_body_bytes=100_000)
-    return AccordApp(s, build_service(s))
+    return build_app(s)
 
 
 async def _post(app: AccordApp, content: bytes) -> httpx.Response:

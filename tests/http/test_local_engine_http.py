@@ -16,8 +16,7 @@ import httpx
 import openai
 import pytest
 
-from accord.adapters.build import build_service
-from accord.adapters.http.app import AccordApp
+from accord.adapters.build import build_app
 from accord.adapters.requests import NormalizeOptions, RequestLimits, decode_request, normalize
 from accord.config import Settings
 from accord.engine.local import LocalEngine
@@ -40,7 +39,7 @@ def engine() -> Iterator[LocalEngine]:
 @pytest.fixture
 def server(engine: LocalEngine, tmp_path: Path) -> Iterator[Any]:
     settings = Settings(engine="local", data_dir=tmp_path / "data", store="none", keepalive_interval=5.0)
-    app = AccordApp(settings, build_service(settings, engine=engine))
+    app = build_app(settings, engine=engine)
     with running(settings, app) as srv:
         yield srv
 

@@ -12,9 +12,7 @@ import httpx
 import openai
 import pytest
 
-from accord.adapters.build import build_service
-from accord.adapters.http.app import AccordApp
-from accord.adapters.wiring import attach_extensions
+from accord.adapters.build import build_app
 from accord.config import Settings
 from accord.engine.protocol import GenerationRequest
 from accord.engine.scripted import ScriptedEngine
@@ -229,8 +227,7 @@ class _Breaking:
 
 def test_an_engine_that_raises_mid_stream_still_ends_the_body_cleanly(tmp_path: Path) -> None:
     settings = scripted_settings(write_script(tmp_path, []))
-    app = AccordApp(settings, build_service(settings, engine=_Breaking()))
-    attach_extensions(app, settings)
+    app = build_app(settings, engine=_Breaking())
     with running(settings, app=app) as srv:
         answer = httpx.post(srv.v1 + "/completions", json={"prompt": "hi", "stream": True})
     frames = _sse_data(answer.content)

@@ -1,4 +1,4 @@
-"""Hand-written Responses streams in OpenAI's documented order (protocol.md A5), for the audit's tests.
+"""Hand-written Responses streams in OpenAI's documented order (docs/spec.md A5), for the audit's tests.
 
 Each builder returns the list of event objects a correct server sends; tests and the corpus mutate them
 to plant one defect at a time. ``to_sse`` frames events the way accord does (SPEC W11).

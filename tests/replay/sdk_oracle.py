@@ -1,7 +1,7 @@
 """The openai SDK's streaming helper as an oracle: does it raise on these bytes?
 
 The audit marks the defects the SDK raises on (``breaks_sdk``); these tests hold that claim against the
-real helper (openai 3.x, protocol.md A6), fed the captured bytes through an in-memory transport.
+real helper (openai 3.x, docs/spec.md A6), fed the captured bytes through an in-memory transport.
 """
 
 from __future__ import annotations

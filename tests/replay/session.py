@@ -9,10 +9,8 @@ from typing import Any
 
 import httpx
 
-from accord.adapters.build import build_service
-from accord.adapters.http.app import AccordApp
-from accord.adapters.wiring import attach_extensions
-from accord.replay.trace import TraceRecorder, attach_traces
+from accord.adapters.build import assemble
+from accord.adapters.traces import TraceRecorder
 from tests.serving import running, scripted_settings, write_script
 
 RULES: list[dict[str, Any]] = [
@@ -67,10 +65,9 @@ def run_session(
         keepalive_interval=0.25,
         max_context=200,
     )
-    app = AccordApp(settings, build_service(settings))
-    # Everything but the traces as `accord serve` attaches it; the recorder itself is kept here.
-    attach_extensions(app, settings.model_copy(update={"trace_dir": None}))
-    recorder = attach_traces(app, settings)
+    # The server `accord serve` builds; the recorder itself is kept here.
+    built = assemble(settings)
+    app, recorder = built.app, built.recorder
     assert recorder is not None
     with running(settings, app) as server:
         url = server.v1 + "/responses"

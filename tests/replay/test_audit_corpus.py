@@ -1,7 +1,7 @@
 """The audit flags each hand-built defective stream exactly, passes the clean ones, and agrees with the SDK.
 
 The corpus (``streams/``, written by ``make_corpus.py``) holds one stream per defect class, modelled on the
-defects the seed changes measured in production and on protocol.md's probes, plus clean streams in
+defects the seed changes measured in production and on the SDK probes of docs/spec.md A6, plus clean streams in
 OpenAI's documented order. ``streams_expected.json`` lists the codes each one must raise.
 """
 

@@ -14,13 +14,14 @@ import pytest
 
 from accord.adapters.requests import ResponsesRequest
 from accord.adapters.service import Prepared
+from accord.adapters.traces import RunTrace, TraceRecorder, TraceStatistics
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
+from accord.events.trace import REDACTED, TraceOptions, redact
 from accord.events.wire import EventLog
 from accord.replay._compare import comparable_stream, difference, stream_difference
 from accord.replay._replay_engine import TraceEngine, rechunk, recorded_ids
 from accord.replay._tracefile import load_trace
 from accord.replay.replay import _service_for
-from accord.replay.trace import REDACTED, RunTrace, TraceOptions, TraceRecorder, TraceStatistics, redact
 
 pytestmark = pytest.mark.anyio
 

@@ -61,7 +61,7 @@ def test_unknown_role_is_a_400_naming_the_role() -> None:
 
 
 def test_untyped_items_get_their_tag() -> None:
-    """Easy messages and item references arrive without ``type`` (protocol.md A8)."""
+    """Easy messages and item references arrive without ``type`` (docs/spec.md A8)."""
     req = decode({"input": [{"role": "user", "content": "hi"}, {"id": "msg_1"}]})
     assert isinstance(req.input, list)
     assert isinstance(req.input[0], Message) and req.input[0].content == "hi"

@@ -9,13 +9,11 @@ from typing import Any
 
 import msgspec
 
-from accord.adapters.build import build_service
-from accord.adapters.http.app import AccordApp
+from accord.adapters.build import build_app, build_service
 from accord.adapters.requests import RequestLimits, decode_request
 from accord.adapters.service import Service
 from accord.adapters.store import ResponseRecord, StoredItem
 from accord.adapters.store._records import conversation_items, make_record
-from accord.adapters.wiring import attach_extensions
 from accord.engine.protocol import GenerationRequest
 from accord.engine.scripted import ScriptedEngine, load_script
 from accord.events.generation import GenerationOutput
@@ -75,8 +73,7 @@ def recording_server(tmp: Path, rules: list[dict[str, Any]], **extra: Any) -> It
     assert settings.script is not None
     engine = RecordingEngine(load_script(settings.script))
     engine.prompts = []
-    app = AccordApp(settings, build_service(settings, engine=engine))
-    attach_extensions(app, settings)
+    app = build_app(settings, engine=engine)
     with running(settings, app=app) as srv:
         yield srv
 

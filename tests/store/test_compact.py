@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from accord.adapters.store._compact import SUMMARY_PREFIX
+from accord.adapters.http.compact import SUMMARY_PREFIX
 from tests.serving import Server
 from tests.store.records import prompts, recording_server
 

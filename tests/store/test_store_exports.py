@@ -9,4 +9,4 @@ def test_store_exports_resolve() -> None:
     assert len(set(store.__all__)) == len(store.__all__)
     for name in store.__all__:
         assert hasattr(store, name), name
-    assert {"ResponseStore", "SQLiteStore", "PostgresStore", "attach_store", "replay"} <= set(store.__all__)
+    assert {"ResponseStore", "SQLiteStore", "PostgresStore", "replay"} <= set(store.__all__)

@@ -4,46 +4,43 @@ from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
-import anyio
 import structlog
 
 import accord
+from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
-from accord.adapters.http.metrics import Metrics
-from accord.adapters.http.responses import create_response
-from accord.adapters.service import Prepared, Service
-from accord.config import Settings
+from accord.adapters.metrics import Metrics
+from accord.adapters.runner import Lifecycle
+from accord.adapters.service import Service
 from accord.errors import NotFound, RequestError
-from accord.events.wire import EventLog
 
 log = structlog.get_logger("accord.http")
 
-Handler = Callable[["AccordApp", Exchange], Awaitable[None]]
 Route = tuple[str, re.Pattern[str], Handler]
-FinishHook = Callable[[Prepared, EventLog, str], Awaitable[None]]
-TerminalHook = Callable[[Prepared, EventLog], Awaitable[None]]
-BackgroundStarter = Callable[["AccordApp", Exchange, Prepared], Awaitable[None]]
+#: A route as the composition root lists it: method, path pattern, handler.
+RouteSpec = tuple[str, str, Handler]
+Lifespan = Callable[[], AbstractAsyncContextManager[None]]
 
 _OPEN_PATHS = frozenset({"/health", "/version"})
 
 
-async def _health(app: AccordApp, ex: Exchange) -> None:
-    await ex.json(200, {"status": "draining" if app.draining else "ok"})
+async def _health(ctx: Context, ex: Exchange) -> None:
+    await ex.json(200, {"status": "draining" if ctx.runner.lifecycle.draining else "ok"})
 
 
-async def _version(app: AccordApp, ex: Exchange) -> None:
+async def _version(ctx: Context, ex: Exchange) -> None:
     await ex.json(200, {"version": accord.__version__})
 
 
-async def _metrics(app: AccordApp, ex: Exchange) -> None:
-    await ex.raw(200, app.metrics.render().encode(), b"text/plain; version=0.0.4")
+async def _metrics(ctx: Context, ex: Exchange) -> None:
+    await ex.raw(200, ctx.runner.metrics.render().encode(), b"text/plain; version=0.0.4")
 
 
-async def _models(app: AccordApp, ex: Exchange) -> None:
-    names = await app.model_names()
+async def _models(ctx: Context, ex: Exchange) -> None:
+    names = await ctx.model_names()
     await ex.json(
         200,
         {
@@ -53,89 +50,68 @@ async def _models(app: AccordApp, ex: Exchange) -> None:
     )
 
 
-async def _model(app: AccordApp, ex: Exchange) -> None:
+async def _model(ctx: Context, ex: Exchange) -> None:
     assert ex.match is not None
     name = ex.match["id"]
-    if name not in await app.model_names():
+    if name not in await ctx.model_names():
         raise NotFound(f"no model {name!r}", param="model")
     await ex.json(200, {"id": name, "object": "model", "created": 0, "owned_by": "accord"})
 
 
-async def _openapi(app: AccordApp, ex: Exchange) -> None:
-    from accord.adapters.http.openapi import openapi_document
-
-    routes = [
-        (method, pattern.pattern.removesuffix("/?"), handler.__name__.strip("_"))
-        for method, pattern, handler in app.routes
-    ]
-    await ex.json(200, openapi_document(routes))
-
-
 class AccordApp:
-    def __init__(self, settings: Settings, service: Service) -> None:
-        self.settings = settings
-        self.service = service
-        self.metrics = Metrics()
-        self.draining = False
-        #: Set when in-flight streams must end now (graceful shutdown ran out of time).
-        self.shutdown_deadline = LazyEvent()
-        #: Set whenever no stream is open (the drain waits on it).
-        self._idle = LazyEvent()
-        self.finish_hooks: list[FinishHook] = []
-        #: Awaited just before a response's terminal event goes out, so that what they record
-        #: (the store) is visible to every reader the moment a client has seen the end.
-        self.terminal_hooks: list[TerminalHook] = []
+    """The ASGI callable: auth, routing to ``handler(ctx, ex)``, error mapping, the lifespan.
+
+    Everything it serves is given to its constructor by the composition root; nothing is
+    attached afterwards.
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        routes: Sequence[RouteSpec],
+        *,
+        api_key: str | None = None,
+        lifespans: Sequence[Lifespan] = (),
+    ) -> None:
+        self.context = context
+        self.api_key = api_key
         #: Entered at startup and left at shutdown, in reverse order (pools, long-lived tasks).
-        self.lifespan_hooks: list[Callable[[], AbstractAsyncContextManager[None]]] = []
-        #: Runs ``background: true`` requests; None where nothing can hold them (no store).
-        self.background: BackgroundStarter | None = None
-        self.model_lister: Callable[[], Awaitable[list[str]]] | None = None
-        self.routes: list[Route] = []
-        self.add_route("POST", r"/v1/responses", create_response)
-        self.add_route("GET", r"/v1/models", _models)
-        self.add_route("GET", r"/v1/models/(?P<id>.+?)", _model)
-        self.add_route("GET", r"/health", _health)
-        self.add_route("GET", r"/version", _version)
-        self.add_route("GET", r"/metrics", _metrics)
-        self.add_route("GET", r"/openapi\.json", _openapi)
+        self.lifespans = tuple(lifespans)
+        builtin: list[RouteSpec] = [
+            ("GET", r"/v1/models", _models),
+            ("GET", r"/v1/models/(?P<id>.+?)", _model),
+            ("GET", r"/health", _health),
+            ("GET", r"/version", _version),
+            ("GET", r"/metrics", _metrics),
+            ("GET", r"/openapi\.json", self._openapi),
+        ]
+        self.routes: tuple[Route, ...] = tuple(
+            (method, re.compile(pattern + r"/?"), handler) for method, pattern, handler in [*routes, *builtin]
+        )
 
-    def stream_opened(self) -> None:
-        self.metrics.active_streams += 1
-        self._idle = LazyEvent()
+    @property
+    def service(self) -> Service:
+        return self.context.service
 
-    def stream_closed(self) -> None:
-        self.metrics.active_streams -= 1
-        if self.metrics.active_streams == 0:
-            self._idle.set()
+    @property
+    def metrics(self) -> Metrics:
+        return self.context.runner.metrics
 
-    async def wait_idle(self) -> None:
-        if self.metrics.active_streams > 0:
-            await self._idle.wait()
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return self.context.runner.lifecycle
 
-    def add_route(self, method: str, pattern: str, handler: Handler) -> None:
-        self.routes.append((method, re.compile(pattern + r"/?"), handler))
+    async def _openapi(self, ctx: Context, ex: Exchange) -> None:
+        from accord.adapters.http.openapi import openapi_document
 
-    async def model_names(self) -> list[str]:
-        if self.model_lister is not None:
-            return await self.model_lister()
-        return [self.service.engine.model_name]
-
-    async def finish(self, prepared: Prepared, log_: EventLog, cause: str) -> None:
-        for hook in self.finish_hooks:
-            try:
-                await hook(prepared, log_, cause)
-            except Exception:
-                log.exception("finish hook failed", cause=cause)
-
-    async def before_terminal(self, prepared: Prepared, log_: EventLog) -> None:
-        for hook in self.terminal_hooks:
-            try:
-                await hook(prepared, log_)
-            except Exception:
-                log.exception("terminal hook failed")
+        routes = [
+            (method, pattern.pattern.removesuffix("/?"), handler.__name__.strip("_"))
+            for method, pattern, handler in self.routes
+        ]
+        await ex.json(200, openapi_document(routes))
 
     def _authorised(self, ex: Exchange) -> bool:
-        key = self.settings.api_key
+        key = self.api_key
         if not key or ex.path in _OPEN_PATHS:
             return True
         header = ex.headers.get("authorization", "")
@@ -156,7 +132,7 @@ class AccordApp:
                 raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")
             handler, match = self._route(ex)
             ex.match = match
-            await handler(self, ex)
+            await handler(self.context, ex)
         except RequestError as exc:
             if not ex.started:
                 await ex.error(exc)
@@ -183,7 +159,7 @@ class AccordApp:
             raise RequestError(
                 f"method {ex.method} not allowed on {ex.path}", status=405, code="method_not_allowed"
             )
-        raise RequestError(f"no route for {ex.method} {ex.path}", status=404, code="not_found")
+        raise NotFound(f"no route for {ex.method} {ex.path}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         async with AsyncExitStack() as stack:
@@ -191,7 +167,7 @@ class AccordApp:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
                     try:
-                        for hook in self.lifespan_hooks:
+                        for hook in self.lifespans:
                             await stack.enter_async_context(hook())
                     except Exception as exc:
                         log.exception("startup failed")
@@ -207,24 +183,3 @@ def _route_name(path: str) -> str:
     return (
         path.strip("/").split("/")[1] if path.startswith("/v1/") and path.count("/") >= 2 else path.strip("/")
     )
-
-
-class LazyEvent:
-    """An anyio Event made on first use inside the loop (the app is built before the loop runs)."""
-
-    def __init__(self) -> None:
-        self._event: anyio.Event | None = None
-
-    def _get(self) -> anyio.Event:
-        if self._event is None:
-            self._event = anyio.Event()
-        return self._event
-
-    def set(self) -> None:
-        self._get().set()
-
-    def is_set(self) -> bool:
-        return self._get().is_set()
-
-    async def wait(self) -> None:
-        await self._get().wait()

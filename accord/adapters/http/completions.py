@@ -19,35 +19,27 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import msgspec
 import structlog
 
+from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange, error_body
+from accord.adapters.http.framing import client_gone, failure_status
+from accord.adapters.runner import Stop
 from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
 from accord.engine.upstream import NoHealthyUpstream
 from accord.errors import RequestError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 
-if TYPE_CHECKING:
-    from accord.adapters.http.app import AccordApp
-
 log = structlog.get_logger("accord.http")
 
 _json = msgspec.json.Encoder()
-_SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
 _DONE = b"data: [DONE]\n\n"
-#: HTTP status and error type for each failure kind.
-_STATUS = {
-    "context_length_exceeded": (400, "invalid_request_error"),
-    "engine_error": (500, "server_error"),
-    "upstream_error": (502, "server_error"),
-    "internal_error": (500, "server_error"),
-}
 #: Failure kinds whose message is the engine's own words and may be shown (SPEC W6).
 _SHOWN = frozenset({"context_length_exceeded", "engine_error"})
 
@@ -158,19 +150,16 @@ class _Totals:
 
 
 def _error_of(failure: EngineFailed) -> tuple[int, dict[str, Any]]:
-    status, kind = _STATUS.get(failure.failure, (500, "server_error"))
+    status, kind = failure_status(failure.failure)
     message = failure.message if failure.failure in _SHOWN else failure.failure.replace("_", " ")
     param = "prompt" if failure.failure == "context_length_exceeded" else None
     return status, error_body(message, type=kind, param=param, code=failure.failure)
 
 
-async def create_completion(app: AccordApp, ex: Exchange) -> None:
-    request = _request(await ex.read_body(app.settings.max_body_bytes))
-    if app.draining:
-        raise RequestError(
-            "server is shutting down", status=503, code="server_shutting_down", type="server_error"
-        )
-    engine = app.service.engine
+async def create_completion(ctx: Context, ex: Exchange) -> None:
+    request = _request(await ex.read_body(ctx.max_body_bytes))
+    ctx.refuse_if_draining()
+    engine = ctx.service.engine
     tokenizer: _Tokenizer | None = getattr(engine, "tokenizer", None)
     text, ids = _prompt(request, tokenizer)
     prompt_ids = ids
@@ -197,13 +186,8 @@ async def create_completion(app: AccordApp, ex: Exchange) -> None:
         "model": request.model or engine.model_name,
     }
     totals = _Totals()
-    async with anyio.create_task_group() as tg:
 
-        async def watch_disconnect() -> None:
-            await ex.wait_disconnect()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch_disconnect)
+    async def body() -> None:
         stream = engine.generate(generation)
         async with aclosing(stream):
             if request.stream:
@@ -212,13 +196,18 @@ async def create_completion(app: AccordApp, ex: Exchange) -> None:
                 async for event in stream:
                     _take(event, totals)
                 await _whole(ex, engine, request, head, prompt_ids, totals)
-        tg.cancel_scope.cancel()
+
+    # No response log here, so only the driver's watchers: a client gone or the shutdown deadline.
+    stopped = await ctx.runner.watched(body, [client_gone(ex)])
+    if stopped is Stop.SHUTDOWN and ex.started and not ex.disconnected:
+        with anyio.CancelScope(shield=True):
+            await ex.send_body(_DONE, more=False)
     cause = (
         "client_disconnected"
         if ex.disconnected
         else (totals.end.failure if isinstance(totals.end, EngineFailed) else "completed")
     )
-    app.metrics.request("completions", ex.status, cause)
+    ctx.runner.metrics.request("completions", ex.status, cause)
 
 
 def _take(event: GenerationOutput, totals: _Totals) -> None:
@@ -269,13 +258,7 @@ async def _stream(
     totals: _Totals,
 ) -> None:
     async def send(payload: Any) -> None:
-        await ex.send(
-            {
-                "type": "http.response.body",
-                "body": b"data: " + _json.encode(payload) + b"\n\n",
-                "more_body": True,
-            }
-        )
+        await ex.send_body(b"data: " + _json.encode(payload) + b"\n\n")
 
     try:
         async for event in stream:
@@ -290,7 +273,7 @@ async def _stream(
     if not ex.started:  # the engine ended without a last event: a bug below, reported as one
         await ex.json(*_error_of(EngineFailed(failure="internal_error", message="")))
     elif ex.status == 200:
-        await ex.send({"type": "http.response.body", "body": _DONE, "more_body": False})
+        await ex.send_body(_DONE, more=False)
 
 
 async def _relay(
@@ -310,8 +293,7 @@ async def _relay(
         await ex.json(*_error_of(event))
         return
     if first:
-        ex.status, ex.started = 200, True
-        await ex.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        await ex.start_sse()
     match event:
         case Chunk():
             choice = _choice(event.text, None, list(event.token_ids) if with_ids else None)
@@ -328,12 +310,15 @@ async def _relay(
             await send(_error_of(event)[1])
 
 
-def attach_completions(app: AccordApp) -> None:
-    """``/v1/completions``; and ``/v1/models`` from the upstreams when the engine has them."""
-    app.add_route("POST", r"/v1/completions", create_completion)
-    upstream_models = getattr(app.service.engine, "upstream_models", None)
+def model_lister(engine: Engine) -> Callable[[], Awaitable[list[str]]]:
+    """What ``/v1/models`` lists: the upstreams' models when the engine fronts some, else its own."""
+    upstream_models = getattr(engine, "upstream_models", None)
     if upstream_models is None:
-        return
+
+        async def own() -> list[str]:
+            return [engine.model_name]
+
+        return own
 
     async def models() -> list[str]:
         try:
@@ -344,4 +329,4 @@ def attach_completions(app: AccordApp) -> None:
             ) from None
         return names
 
-    app.model_lister = models
+    return models

@@ -106,13 +106,15 @@ class Exchange:
         self.status, self.started = 200, True
         await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
 
+    async def send_body(self, body: bytes, *, more: bool = True) -> None:
+        """Part of a streamed body (after ``start_sse``); ``more=False`` ends it."""
+        await self.send({"type": "http.response.body", "body": body, "more_body": more})
+
     async def sse(self, events: list[WireEvent]) -> None:
-        await self.send(
-            {"type": "http.response.body", "body": b"".join(map(sse_frame, events)), "more_body": True}
-        )
+        await self.send_body(b"".join(map(sse_frame, events)))
 
     async def end_sse(self) -> None:
-        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        await self.send_body(b"", more=False)
 
     async def wait_disconnect(self) -> None:
         """Returns when the client has gone away (after the body was read)."""

@@ -32,12 +32,13 @@ def hypercorn_config(host: str, port: int, *, grace: float) -> Config:
 
 async def drain(app: AccordApp, grace: float) -> None:
     """Stop taking work; wait for streams up to ``grace`` seconds; then end the rest."""
-    app.draining = True
+    lifecycle = app.lifecycle
+    lifecycle.draining = True
     with anyio.move_on_after(grace):
-        await app.wait_idle()
-    app.shutdown_deadline.set()
+        await lifecycle.wait_idle()
+    lifecycle.shutdown_deadline.set()
     with anyio.move_on_after(5.0):
-        await app.wait_idle()
+        await lifecycle.wait_idle()
 
 
 async def _wait_signal() -> None:

@@ -1,4 +1,4 @@
-"""The Responses request body as msgspec structs (protocol.md A7, A8, A9).
+"""The Responses request body as msgspec structs (docs/spec.md A7, A8, A9).
 
 Strategy: every union on the wire is a closed union tagged by ``type``, so msgspec
 decodes it in one pass and names the JSON path of whatever is wrong. The two shapes

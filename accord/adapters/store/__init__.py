@@ -1,15 +1,17 @@
-"""Stored responses (SPEC S1-S5): SQLite embedded by default, PostgreSQL when shared.
+"""Stored responses (SPEC S1-S5), persistence only: SQLite embedded by default, PostgreSQL when shared.
 
 A stored response is its event log: the JSON body is the log's fold and a replayed stream
-its projection, with the same sequence numbers as the live one.
+its projection, with the same sequence numbers as the live one. Nothing here knows a
+transport; the routes that read the store live in :mod:`accord.adapters.http`.
 """
 
-from ._attach import StoreConfigError, attach_store, open_store
+from accord.errors import StoreError
+
 from ._conversations import ConversationItem, ConversationRecord, DuplicateItem, ItemPage, NewItem
 from ._postgres import PostgresStore
-from ._protocol import ChainBroken, History, Page, ResponseStore, StoreError, UnknownCursor
-from ._records import ResponseRecord, StoredItem
-from ._replay import replay
+from ._protocol import ChainBroken, History, Page, ResponseStore, UnknownCursor
+from ._records import ResponseRecord, StoredItem, conversation_items, make_record, page_item
+from ._replay import after, replay
 from ._sqlite import SQLiteStore
 
 __all__ = [
@@ -25,11 +27,12 @@ __all__ = [
     "ResponseRecord",
     "ResponseStore",
     "SQLiteStore",
-    "StoreConfigError",
     "StoreError",
     "StoredItem",
     "UnknownCursor",
-    "attach_store",
-    "open_store",
+    "after",
+    "conversation_items",
+    "make_record",
+    "page_item",
     "replay",
 ]

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from accord.adapters.store._protocol import Order, StoreError, UnknownCursor
+from accord.adapters.store._protocol import Order, UnknownCursor
+from accord.errors import StoreError
 
 if TYPE_CHECKING:
     from accord.adapters.store._sql import Cursor

@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import msgspec
 
 from accord.adapters.store._records import ResponseRecord, StoredItem
+from accord.errors import StoreError
 
 if TYPE_CHECKING:
     from accord.adapters.store._conversations import ConversationItem, ConversationRecord, ItemPage, NewItem
 
 Order = Literal["asc", "desc"]
-
-
-class StoreError(Exception):
-    """Base of what a store reports to its callers on purpose."""
 
 
 class ChainBroken(StoreError):

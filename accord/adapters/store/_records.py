@@ -16,6 +16,7 @@ from typing import Any, Literal
 import msgspec
 
 from accord.adapters.requests import ResponsesRequest
+from accord.errors import ProtocolViolation
 from accord.events.response import AnyResponseEvent, Opened, ResponseEvent, Snapshot, fold
 
 ItemRole = Literal["input", "output"]
@@ -113,7 +114,7 @@ def make_record(
 ) -> ResponseRecord:
     opened = events[0]
     if not isinstance(opened, Opened):
-        raise ValueError("a stored log starts with Opened")
+        raise ProtocolViolation("a stored log starts with Opened")
     now = time.time() if now is None else now
     return ResponseRecord(
         id=opened.response_id,

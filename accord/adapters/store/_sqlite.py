@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from accord.adapters.store._sql import Cursor, SqlStore
+from accord.errors import StoreError
 
 BUSY_TIMEOUT_S = 30.0
 CHECKPOINT_INTERVAL_S = 1.0
@@ -73,7 +74,7 @@ class SQLiteStore(SqlStore):
     @contextmanager
     def _borrow(self) -> Iterator[sqlite3.Connection]:
         if self._closed:
-            raise RuntimeError("the store is closed")
+            raise StoreError("the store is closed")
         try:
             conn = self._idle.get_nowait()
         except queue.Empty:

@@ -3,7 +3,7 @@
 The dicts follow the Hugging Face chat convention (``role``, ``content``, ``tool_calls``
 with ``function.name``/``function.arguments``, ``tool_call_id``, ``reasoning_content``)
 and tools the Chat shape ``{"type": "function", "function": ...}``, because that is what
-templates were written against (protocol.md B14 #10).
+templates were written against (docs/model-formats.md B14 #10).
 
 Some templates (SmolLM2's ChatML among them) render neither the tools nor the calls they
 are given. For those the Hermes convention is written into the messages themselves

@@ -18,8 +18,10 @@ import jinja2.ext
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from accord.errors import RequestError
 
-class TemplateRaised(Exception):
+
+class TemplateRaised(RequestError):
     """The template itself refused the conversation through ``raise_exception``."""
 
 

@@ -27,6 +27,7 @@ import structlog
 
 from accord.engine.upstream._pool import NoHealthyUpstream, Upstream, UpstreamPool
 from accord.engine.upstream._wire import CompletionBody, SSEDecoder, StreamReader, decode_body, failure_of
+from accord.errors import GenerationError
 from accord.events.generation import EngineFailed, GenerationOutput
 
 log = structlog.get_logger("accord.engine.remote")
@@ -45,7 +46,7 @@ class RetryPolicy:
 DEFAULT_RETRY = RetryPolicy()
 
 
-class _Retry(Exception):
+class _Retry(GenerationError):
     """The attempt failed before anything generated was read; ``failure`` if it was the last."""
 
     def __init__(self, failure: EngineFailed) -> None:

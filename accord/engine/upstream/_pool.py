@@ -36,10 +36,12 @@ import httpx
 import msgspec
 import structlog
 
+from accord.errors import GenerationError
+
 log = structlog.get_logger("accord.engine.remote")
 
 
-class NoHealthyUpstream(Exception):
+class NoHealthyUpstream(GenerationError):
     """Every upstream of the pool is down (or excluded)."""
 
 

@@ -11,24 +11,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
+from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.requests import (
-    ChatMessage,
-    RequestLimits,
-    ResponsesRequest,
-    TextPart,
-    decode_request,
-)
+from accord.adapters.http.framing import client_gone, failure_status
+from accord.adapters.requests import ChatMessage, TextPart
+from accord.adapters.runner import Collected
+from accord.adapters.service import Prepared
 from accord.errors import RequestError
 from accord.events.items import MessageItem, OutputText
-from accord.events.wire import WireEvent
-
-if TYPE_CHECKING:
-    from accord.adapters.http.app import AccordApp
 
 #: The turn appended to the conversation to ask the model for its summary.
 COMPACT_INSTRUCTION = (
@@ -40,20 +34,9 @@ COMPACT_INSTRUCTION = (
 SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
 
 
-async def _request(app: AccordApp, ex: Exchange) -> ResponsesRequest:
-    settings = app.settings
-    body = await ex.read_body(settings.max_body_bytes)
-    limits = RequestLimits(
-        max_input_items=settings.max_input_items,
-        max_tools=settings.max_tools,
-        max_string_chars=settings.max_string_chars,
-    )
-    return decode_request(body, limits)
-
-
-async def input_tokens(app: AccordApp, ex: Exchange) -> None:
-    request = await _request(app, ex)
-    service = app.service
+async def input_tokens(ctx: Context, ex: Exchange) -> None:
+    request = await ctx.read_request(ex)
+    service = ctx.service
     conversation, _ = await service.conversation(request)
     count = await service.engine.count_tokens(service.renderer.render(conversation))
     await ex.json(200, {"object": "response.input_tokens", "input_tokens": count})
@@ -80,11 +63,11 @@ def _user_messages(items: list[dict[str, Any]], new_id: Callable[[str], str]) ->
     return out
 
 
-async def compact(app: AccordApp, ex: Exchange) -> None:
-    request = await _request(app, ex)
+async def compact(ctx: Context, ex: Exchange) -> None:
+    request = await ctx.read_request(ex)
     if not request.model:
         raise RequestError("model is required to compact a conversation", param="model")
-    service = app.service
+    service = ctx.service
     if service.sealer is None:
         raise RequestError("compaction needs a sealing key, and this server has none", status=501)
     conversation, history = await service.conversation(request)
@@ -98,22 +81,20 @@ async def compact(app: AccordApp, ex: Exchange) -> None:
         last_input=COMPACT_INSTRUCTION,
         last_item_type="message",
     )
-    run = service.build_run(request, summarising)
-
-    async def discard(events: list[WireEvent]) -> None:
-        return None
-
-    await run.run(discard)
-    snapshot = run.log.snapshot
+    prepared = Prepared(
+        request=request, conversation=summarising, run=service.build_run(request, summarising)
+    )
+    # The summary run is not a response of its own: nothing is stored or traced for it.
+    outcome = await ctx.runner.drive(
+        prepared, Collected(), watchers=[client_gone(ex)], route="compact", persist=False
+    )
+    if ex.disconnected:
+        return
+    snapshot = outcome.snapshot
     if snapshot.status == "failed" and snapshot.error is not None:
         code = str(snapshot.error["code"])
-        exceeded = code == "context_length_exceeded"
-        raise RequestError(
-            str(snapshot.error["message"]),
-            status=400 if exceeded else 500,
-            code=code,
-            type="invalid_request_error" if exceeded else "server_error",
-        )
+        status, kind = failure_status(code)
+        raise RequestError(str(snapshot.error["message"]), status=status, code=code, type=kind)
     summary = "".join(
         part.text
         for item in snapshot.output()

@@ -7,19 +7,14 @@ live log instead, which is never behind the store.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import anyio
 
+from accord.adapters.http.background import BackgroundRuns, LiveRun, stream_live, wait_final
+from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.store._background import BackgroundRuns, LiveRun, stream_live, wait_final
-from accord.adapters.store._protocol import ResponseStore, UnknownCursor
-from accord.adapters.store._records import ResponseRecord, page_item
-from accord.adapters.store._replay import after, replay
-from accord.errors import RequestError
-
-if TYPE_CHECKING:
-    from accord.adapters.http.app import AccordApp
+from accord.adapters.runner import Stop
+from accord.adapters.store import ResponseRecord, ResponseStore, UnknownCursor, after, page_item, replay
+from accord.errors import NotFound, RequestError
 
 #: How long a cancel waits for another process to end the response it runs.
 CANCEL_WAIT_S = 10.0
@@ -27,18 +22,8 @@ CANCEL_WAIT_S = 10.0
 FOLLOW_WAIT_S = 600.0
 
 
-def not_found(response_id: str) -> RequestError:
-    return RequestError(
-        f"Response with id '{response_id}' not found.", param="response_id", status=404, code="not_found"
-    )
-
-
-def record_body(record: ResponseRecord) -> dict[str, Any]:
-    body = record.snapshot().body()
-    if not record.final:
-        # The row of a background response holds its opening only; its own status says more.
-        body["status"] = record.status
-    return body
+def not_found(response_id: str) -> NotFound:
+    return NotFound(f"Response with id '{response_id}' not found.", param="response_id")
 
 
 def _flag(value: str | None) -> bool:
@@ -63,12 +48,14 @@ class StoredRoutes:
         self.store = store
         self.runs = runs
 
-    def register(self, app: AccordApp) -> None:
+    def routes(self) -> list[tuple[str, str, Handler]]:
         one = r"/v1/responses/(?P<id>[^/]+)"
-        app.add_route("GET", one, self.retrieve)
-        app.add_route("DELETE", one, self.delete)
-        app.add_route("GET", one + r"/input_items", self.input_items)
-        app.add_route("POST", one + r"/cancel", self.cancel)
+        return [
+            ("GET", one, self.retrieve),
+            ("DELETE", one, self.delete),
+            ("GET", one + r"/input_items", self.input_items),
+            ("POST", one + r"/cancel", self.cancel),
+        ]
 
     async def _record(self, response_id: str) -> ResponseRecord:
         record = await self.store.get(response_id)
@@ -76,14 +63,14 @@ class StoredRoutes:
             raise not_found(response_id)
         return record
 
-    async def retrieve(self, app: AccordApp, ex: Exchange) -> None:
+    async def retrieve(self, ctx: Context, ex: Exchange) -> None:
         response_id = _id(ex)
         live = self.runs.live.get(response_id)
         if not _flag(ex.query.get("stream")):
             if live is not None:
                 await ex.json(200, live.body())
             else:
-                await ex.json(200, record_body(await self._record(response_id)))
+                await ex.json(200, (await self._record(response_id)).snapshot().body())
             return
         starting_after = _int(ex, "starting_after", -1, -1, 2**62)
         if live is not None:
@@ -110,7 +97,7 @@ class StoredRoutes:
             await ex.sse(events)
         await ex.end_sse()
 
-    async def delete(self, app: AccordApp, ex: Exchange) -> None:
+    async def delete(self, ctx: Context, ex: Exchange) -> None:
         response_id = _id(ex)
         live = self.runs.live.get(response_id)
         if live is not None:
@@ -119,7 +106,7 @@ class StoredRoutes:
             raise not_found(response_id)
         await ex.json(200, {"id": response_id, "object": "response", "deleted": True})
 
-    async def input_items(self, app: AccordApp, ex: Exchange) -> None:
+    async def input_items(self, ctx: Context, ex: Exchange) -> None:
         response_id = _id(ex)
         limit = _int(ex, "limit", 20, 1, 100)
         order = ex.query.get("order", "desc")
@@ -144,7 +131,7 @@ class StoredRoutes:
             },
         )
 
-    async def cancel(self, app: AccordApp, ex: Exchange) -> None:
+    async def cancel(self, ctx: Context, ex: Exchange) -> None:
         response_id = _id(ex)
         live = self.runs.live.get(response_id)
         if live is not None:
@@ -158,11 +145,11 @@ class StoredRoutes:
             await self.store.request_cancel(response_id)
             await wait_final(self.store, response_id, CANCEL_WAIT_S)
             record = await self._record(response_id)
-        await ex.json(200, record_body(record))
+        await ex.json(200, record.snapshot().body())
 
 
 async def _cancel_live(live: LiveRun) -> None:
-    live.cancel.set()
+    live.stop(Stop.CANCELLED)
     await live.done.wait()
 
 

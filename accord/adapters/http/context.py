@@ -1,0 +1,45 @@
+"""What a route handler may use: the narrow context every handler receives instead of the app.
+
+Handlers are ``async def handler(ctx: Context, ex: Exchange) -> None``. The context is built
+once by the composition root (:mod:`accord.adapters.build`) and never changed afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from accord.adapters.http.background import BackgroundRuns
+from accord.adapters.http.exchange import Exchange
+from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
+from accord.adapters.runner import Runner
+from accord.adapters.service import Service
+from accord.adapters.store import ResponseStore
+from accord.errors import RequestError
+
+
+@dataclass(frozen=True)
+class Context:
+    service: Service
+    runner: Runner
+    limits: RequestLimits
+    max_body_bytes: int
+    #: The model ids ``/v1/models`` lists.
+    model_names: Callable[[], Awaitable[list[str]]]
+    #: Stored responses; None when the server runs without a store.
+    store: ResponseStore | None = None
+    #: Runs ``background: true`` requests; None where nothing can hold them (no store).
+    background: BackgroundRuns | None = None
+
+    def refuse_if_draining(self) -> None:
+        if self.runner.lifecycle.draining:
+            raise RequestError(
+                "server is shutting down", status=503, code="server_shutting_down", type="server_error"
+            )
+
+    async def read_request(self, ex: Exchange) -> ResponsesRequest:
+        """The body of a Responses request, decoded under the server's limits."""
+        return decode_request(await ex.read_body(self.max_body_bytes), self.limits)
+
+
+Handler = Callable[[Context, Exchange], Awaitable[None]]
