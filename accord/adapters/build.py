@@ -15,11 +15,13 @@ from typing import Any
 
 import structlog
 
+from accord.adapters.conversations import ConversationTurns
 from accord.adapters.http.app import AccordApp, Lifespan, RouteSpec
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.compact import compact, input_tokens
 from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
+from accord.adapters.http.conversations import ConversationRoutes
 from accord.adapters.http.responses import create_response
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
@@ -213,6 +215,8 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     if writer is not None:
         hooks.append(writer)
         lifespans.append(writer.lifetime)
+    if store is not None:
+        hooks.append(ConversationTurns(store))
     recorder: TraceRecorder | None = None
     if settings.trace_dir is not None:
 
@@ -255,6 +259,7 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     ]
     if store is not None and runs is not None:
         routes += StoredRoutes(store, runs).routes()
+        routes += ConversationRoutes(store, service.new_id).routes()
         log.info("store", kind=store.kind, ttl=runs.ttl)
     app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans)
     return Assembly(settings, service, store, runner, recorder, app)

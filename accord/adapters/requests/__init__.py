@@ -15,7 +15,7 @@ from ._conversation import (
 )
 from ._decode import RequestLimits, decode_request
 from ._echo import response_echo
-from ._normalize import NormalizeOptions, normalize, referenced_ids
+from ._normalize import NormalizeOptions, convert_item, explicit_item, normalize, referenced_ids
 from ._parts import IMAGE_PLACEHOLDER
 from ._tools import WEB_SEARCH_REFUSAL
 from ._wire import ResponsesRequest
@@ -35,7 +35,9 @@ __all__ = [
     "Sealer",
     "TextPart",
     "ToolCallRef",
+    "convert_item",
     "decode_request",
+    "explicit_item",
     "normalize",
     "referenced_ids",
     "response_echo",
