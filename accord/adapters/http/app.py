@@ -12,6 +12,7 @@ import structlog
 import accord
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.websocket import serve_websocket
 from accord.adapters.metrics import Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
@@ -123,6 +124,10 @@ class AccordApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+            return
+        if scope["type"] == "websocket":
+            ws = Exchange(scope, receive, send)
+            await serve_websocket(self.context, scope, receive, send, authorised=self._authorised(ws))
             return
         if scope["type"] != "http":
             return
