@@ -99,3 +99,36 @@ def test_reasoning_summary(server: Server, streamed: bool) -> None:
     assert response.output_text == THINK_ANSWER
     if streamed:
         assert "response.reasoning_summary_text.delta" in kinds
+
+
+def test_responses_connect(server: Server) -> None:
+    """The extra: responses.connect(), several turns on one socket, a tool loop and keepalives included."""
+    c = client(server)
+    with c.responses.connect() as conn:
+        conn.response.create(model="scripted", input="What is the weather in Paris?", tools=TOOLS)
+        first = until_terminal(conn)
+        [call] = [item for item in first[-1].response.output if item.type == "function_call"]
+        conn.response.create(
+            model="scripted",
+            previous_response_id=first[-1].response.id,
+            tools=TOOLS,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}],
+        )
+        second = until_terminal(conn)
+        conn.response.create(model="scripted", input="keepalive please")
+        third = until_terminal(conn)
+    assert second[-1].response.output_text == TOOL_ANSWER
+    kinds = [e.type for e in third]
+    assert "response.in_progress" in kinds[kinds.index("response.output_text.delta") :]
+    assert third[-1].response.output_text == KEEPALIVE_TEXT
+    for events in (first, second, third):
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+def until_terminal(conn: Any) -> list[Any]:
+    events = []
+    for event in conn:
+        events.append(event)
+        if event.type in ("response.completed", "response.failed", "response.incomplete", "error"):
+            return events
+    raise AssertionError("the connection closed before the response ended")
