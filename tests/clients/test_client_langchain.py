@@ -92,7 +92,9 @@ def test_structured_output(server: Server, streamed: bool) -> None:
 def test_continuation(server: Server, streamed: bool) -> None:
     model = chat(server, use_previous_response_id=True)
     first = call(model, [HumanMessage("hi, remember the word tangerine")], streamed)
-    second = call(model, [HumanMessage("hi, remember the word tangerine"), first, HumanMessage("and now?")], streamed)
+    second = call(
+        model, [HumanMessage("hi, remember the word tangerine"), first, HumanMessage("and now?")], streamed
+    )
     alone = call(chat(server), "and now?", streamed)
     assert second.text == PLAIN_TEXT
     assert second.usage_metadata is not None and alone.usage_metadata is not None
