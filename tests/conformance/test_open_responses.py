@@ -243,3 +243,38 @@ def test_one_model_by_id(server: Server) -> None:
     assert c.models.retrieve(listed.id).model_dump() == listed.model_dump()
     with pytest.raises(openai.NotFoundError):
         c.models.retrieve("no-such-model")
+
+
+def test_websocket_frames_conform(server: Server) -> None:
+    """WebSocket mode: every frame is a streaming event of the document, every error a WebSocketErrorEvent."""
+    from websockets.sync.client import connect
+
+    url = server.v1.replace("http://", "ws://") + "/responses"
+    frames: list[dict[str, Any]] = []
+    with connect(url) as ws:
+        for message in (
+            {"type": "response.create", "model": "m", "input": "slow one", "reasoning": {"summary": "auto"}},
+            {"type": "response.create", "model": "m", "input": "weather in Paris?", "tools": [WEATHER_TOOL]},
+            {"type": "response.create", "model": "m", "input": "hi", "previous_response_id": "resp_nope"},
+        ):
+            assert _errors("WebSocketResponseCreateEvent", message) == []
+            ws.send(json.dumps(message))
+            while True:
+                frames.append(json.loads(ws.recv(timeout=20)))
+                if frames[-1]["type"] in ("response.completed", "error"):
+                    break
+    errors = [f for f in frames if f["type"] == "error"]
+    assert len(errors) == 1 and errors[0]["status"] == 404
+    for error in errors:
+        assert _errors("WebSocketErrorEvent", error) == []
+    check_events([f for f in frames if f["type"] != "error"])
+    for final in (f for f in frames if f["type"] == "response.completed"):
+        check_response(final["response"])
+
+
+def test_a_response_in_a_conversation_conforms(server: Server) -> None:
+    conversation = httpx.post(server.v1 + "/conversations", json={}).json()
+    body = _post(server, {"input": "hi", "conversation": conversation["id"]}).json()
+    assert body["conversation"] == {"id": conversation["id"]}
+    check_response(body)
+    check_events(_stream(server, {"input": "hi", "conversation": {"id": conversation["id"]}}))
