@@ -166,3 +166,14 @@ def test_api_key_is_checked_at_the_upgrade(tmp_path: Path, worker_class: str) ->
         with connect(ws_url(srv), additional_headers={"Authorization": "Bearer sekret"}) as ws:
             ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
             assert until_end(ws)[-1]["type"] == "response.completed"
+
+
+def test_shutdown_closes_an_idle_connection_going_away(tmp_path: Path, worker_class: str) -> None:
+    settings = scripted_settings(write_script(tmp_path, RULES), worker_class=worker_class)
+    with running(settings) as srv, connect(ws_url(srv)) as ws:
+        ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
+        assert until_end(ws)[-1]["type"] == "response.completed"
+        srv.stop.set()
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=20)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
