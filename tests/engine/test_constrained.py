@@ -16,7 +16,7 @@ import pytest
 
 from accord.engine.local import LocalEngine
 from accord.engine.protocol import GenerationRequest, OutputConstraint, Sampling, ToolSchema
-from accord.events.generation import Chunk, Finished, GenerationOutput
+from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools._hermes import hermes
 from tests.engine.conftest import chatml
@@ -199,4 +199,4 @@ async def test_an_unusable_schema_fails_the_request_cleanly(engine: LocalEngine)
     )
     async with aclosing(engine.generate(request)) as stream:
         events = [e async for e in stream]
-    assert len(events) == 1 and events[0].kind == "failed"
+    assert len(events) == 1 and isinstance(events[0], EngineFailed)
