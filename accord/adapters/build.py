@@ -21,8 +21,27 @@ class ConfigError(ValueError):
     """The settings cannot produce a working server."""
 
 
+#: ``--chat-template plain``: the built-in plain format, only ever used when asked for.
+PLAIN_TEMPLATE = "plain"
+
+
+def engine_kind(settings: Settings) -> str:
+    """The engine to build: as given, else ``remote`` when an upstream is named, else ``local``.
+
+    Naming an upstream is never silently ignored: with an engine that has no use for one, the
+    settings are refused.
+    """
+    upstreams = settings.upstream or settings.prefill_upstream or settings.decode_upstream
+    if settings.engine is None:
+        return "remote" if upstreams else "local"
+    if upstreams and settings.engine != "remote":
+        raise ConfigError(f"--upstream is given, but --engine {settings.engine} does not use upstreams")
+    return settings.engine
+
+
 def build_engine(settings: Settings) -> Engine:
-    if settings.engine == "scripted":
+    kind = engine_kind(settings)
+    if kind == "scripted":
         from accord.engine.scripted import ScriptedEngine, load_script
 
         if settings.script is None:
@@ -32,25 +51,27 @@ def build_engine(settings: Settings) -> Engine:
             model_name=settings.model_name or "scripted",
             max_context=settings.max_context,
         )
-    if settings.engine == "local":
+    if kind == "local":
         from accord.engine.local import LocalEngine
 
         engine: Engine = LocalEngine.load(
             settings.model, max_context=settings.max_context, device=settings.device
         )
         return engine
-    if settings.engine == "remote":
+    if kind == "remote":
         from accord.engine.remote import build_remote_engine
 
         remote: Engine = build_remote_engine(settings)
         return remote
-    raise ConfigError(f"unknown engine {settings.engine!r}")
+    raise ConfigError(f"unknown engine {kind!r}")
 
 
 def template_source(settings: Settings, engine: Engine) -> tuple[str | None, str, str]:
     """The chat template text (None: the plain built-in format) with its BOS and EOS strings."""
     bos = str(getattr(engine, "bos_token", "") or "")
     eos = str(getattr(engine, "eos_token", "") or "")
+    if settings.chat_template is not None and str(settings.chat_template) == PLAIN_TEMPLATE:
+        return None, bos, eos
     if settings.chat_template is not None:
         files = load_template_files(Path(settings.chat_template))
         return files.template, files.bos_token or bos, files.eos_token or eos
@@ -76,7 +97,7 @@ def build_service(settings: Settings, engine: Engine | None = None) -> Service:
     )
     log.info(
         "service",
-        engine=settings.engine,
+        engine=engine_kind(settings),
         model=engine.model_name,
         profile=profile.name,
         reasoning_parser=reasoning_name,

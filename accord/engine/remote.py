@@ -16,13 +16,14 @@ and ``--decode-upstream`` pools the engine is :class:`accord.engine.disagg.Disag
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from functools import partial
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import structlog
 
 from accord.config import Settings
 from accord.engine import tokens
@@ -31,16 +32,21 @@ from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
     ModelFiles,
+    NoHealthyUpstream,
     RetryPolicy,
+    SamplingDefaults,
     StreamReader,
     TextTokenizer,
     Upstream,
     UpstreamPool,
-    load_model_files,
+    resolve_model,
+    served_model_id,
     stream_completion,
     upstream_token_count,
 )
 from accord.events.generation import EngineFailed, GenerationOutput
+
+log = structlog.get_logger("accord.engine.remote")
 
 #: Prompts longer than this many characters are tokenised off the event loop.
 _TOKENISE_INLINE_CHARS = 16_384
@@ -54,6 +60,8 @@ class UpstreamEngine:
         *,
         files: ModelFiles | None = None,
         model_name: str | None = None,
+        served_names: Sequence[str] = (),
+        sampling: SamplingDefaults | None = None,
         max_context: int | None = None,
         http: HttpSession | None = None,
     ) -> None:
@@ -65,6 +73,10 @@ class UpstreamEngine:
         self.eos_token = files.eos_token if files else ""
         #: The name to send upstream; None: the id each upstream reports serving.
         self.served_model = model_name
+        #: The names clients see (``--served-model-name``); empty: the upstream's own.
+        self.served_names = tuple(dict.fromkeys(served_names))
+        #: The model's own defaults (generation config), used where a request sets none.
+        self.sampling = sampling or SamplingDefaults()
         self.max_context = max_context
 
     def pools(self) -> list[UpstreamPool]:
@@ -72,6 +84,8 @@ class UpstreamEngine:
 
     @property
     def model_name(self) -> str:
+        if self.served_names:
+            return self.served_names[0]
         if self.served_model:
             return self.served_model
         known = [m for pool in self.pools() for u in pool.upstreams for m in u.models]
@@ -131,8 +145,11 @@ class UpstreamEngine:
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         sampling = request.sampling
+        defaults = self.sampling.given()
         for name in ("temperature", "top_p", "top_k", "seed"):
             value = getattr(sampling, name)
+            if value is None:
+                value = defaults.get(name)
             if value is not None:
                 body[name] = value
         if request.stop:
@@ -153,8 +170,23 @@ class UpstreamEngine:
         return extra
 
     async def upstream_models(self) -> list[str]:
-        """Model ids the upstreams serve now (``/v1/models``); raises NoHealthyUpstream."""
-        return await self.pools()[0].list_models()
+        """What ``/v1/models`` lists: the served names, else the ids the upstreams serve now.
+
+        Either way the upstreams are asked, so the listing fails (NoHealthyUpstream) when
+        none of them could answer a request.
+        """
+        ids = await self.pools()[0].list_models()
+        return list(self.served_names) or ids
+
+    async def readiness(self) -> dict[str, Any]:
+        """Ready when every pool has a healthy upstream, asking each upstream now (``/ready``)."""
+        ready = True
+        for pool in self.pools():
+            try:
+                await pool.list_models()
+            except NoHealthyUpstream:
+                ready = False
+        return {"ready": ready, "upstreams": [u for pool in self.pools() for u in pool.statistics()]}
 
     def statistics(self) -> dict[str, Any]:
         return {"pools": [pool.statistics() for pool in self.pools()]}
@@ -193,24 +225,64 @@ class RemoteEngine(UpstreamEngine):
                 yield event
 
 
+class TemplateMissing(ValueError):
+    """The model's files carry no chat template and none was given."""
+
+
 def build_remote_engine(settings: Settings) -> Engine:
-    """``--engine remote``: one pool (``--upstream``) or a prefill/decode split."""
-    files = load_model_files(settings.model) if settings.model is not None else None
+    """``--engine remote``: one pool (``--upstream``) or a prefill/decode split.
+
+    The model's files come from ``--model``, else from the id the upstream reports serving;
+    with neither a template from them nor ``--chat-template`` the server refuses to start,
+    rather than render prompts in a format the model was never trained on.
+    """
+    split = bool(settings.prefill_upstream or settings.decode_upstream)
+    if split and not (settings.prefill_upstream and settings.decode_upstream):
+        raise ValueError("a prefill/decode split needs both --prefill-upstream and --decode-upstream")
+    if not split and not settings.upstream:
+        raise ValueError("--engine remote needs --upstream URL (or --prefill-upstream and --decode-upstream)")
+    urls = settings.prefill_upstream if split else settings.upstream
+    resolved = None
+    names = list(settings.served_model_name)
+    if settings.model is not None:
+        resolved = resolve_model(settings.model)
+    elif settings.chat_template is None:
+        # A template given by hand is enough to render: then nothing is looked up, and without
+        # a tokenizer prompts go upstream as text for the upstream to tokenise.
+        served = served_model_id(
+            urls, api_key=settings.upstream_api_key, timeout=settings.upstream_connect_timeout
+        )
+        resolved = resolve_model(served)
+        names = names or [served]
+    if resolved is not None and resolved.files.chat_template is None and settings.chat_template is None:
+        raise TemplateMissing(
+            f"{resolved.location}: the model's files hold no chat template; pass --chat-template FILE "
+            "(a .jinja file, tokenizer_config.json, GGUF or model directory), or --chat-template plain "
+            "for accord's plain format"
+        )
+    if resolved is not None:
+        log.info(
+            "model files",
+            source=resolved.source,
+            location=resolved.location,
+            tokenizer=resolved.files.tokenizer is not None,
+            sampling_defaults=resolved.sampling.given() or None,
+        )
     common: dict[str, Any] = {
-        "files": files,
+        "files": resolved.files if resolved is not None else None,
         "model_name": settings.model_name,
+        "served_names": names,
+        "sampling": resolved.sampling if resolved is not None else None,
         "max_context": settings.max_context,
         "http": HttpSession(
-            connect_timeout=settings.upstream_connect_timeout, read_timeout=settings.upstream_read_timeout
+            connect_timeout=settings.upstream_connect_timeout,
+            read_timeout=settings.upstream_read_timeout,
+            api_key=settings.upstream_api_key,
         ),
         "retry": RetryPolicy(attempts=settings.upstream_attempts),
     }
-    if settings.prefill_upstream or settings.decode_upstream:
-        if not (settings.prefill_upstream and settings.decode_upstream):
-            raise ValueError("a prefill/decode split needs both --prefill-upstream and --decode-upstream")
+    if split:
         from accord.engine.disagg import DisaggEngine
 
         return DisaggEngine(settings.prefill_upstream, settings.decode_upstream, **common)
-    if not settings.upstream:
-        raise ValueError("--engine remote needs --upstream URL (or --prefill-upstream and --decode-upstream)")
     return RemoteEngine(settings.upstream, **common)

@@ -27,11 +27,21 @@ FinishHook = Callable[[Prepared, EventLog, str], Awaitable[None]]
 TerminalHook = Callable[[Prepared, EventLog], Awaitable[None]]
 BackgroundStarter = Callable[["AccordApp", Exchange, Prepared], Awaitable[None]]
 
-_OPEN_PATHS = frozenset({"/health", "/version"})
+_OPEN_PATHS = frozenset({"/health", "/ready", "/version"})
 
 
 async def _health(app: AccordApp, ex: Exchange) -> None:
     await ex.json(200, {"status": "draining" if app.draining else "ok"})
+
+
+async def _ready(app: AccordApp, ex: Exchange) -> None:
+    """Readiness, unlike /health's liveness: 503 while draining or while no upstream can serve."""
+    readiness = getattr(app.service.engine, "readiness", None)
+    report = await readiness() if readiness is not None else {"ready": True}
+    ready = bool(report.get("ready")) and not app.draining
+    await ex.json(
+        200 if ready else 503, {**report, "ready": ready, "status": "ready" if ready else "not_ready"}
+    )
 
 
 async def _version(app: AccordApp, ex: Exchange) -> None:
@@ -86,6 +96,7 @@ class AccordApp:
         self.add_route("POST", r"/v1/responses", create_response)
         self.add_route("GET", r"/v1/models", _models)
         self.add_route("GET", r"/health", _health)
+        self.add_route("GET", r"/ready", _ready)
         self.add_route("GET", r"/version", _version)
         self.add_route("GET", r"/metrics", _metrics)
         self.add_route("GET", r"/openapi\.json", _openapi)
