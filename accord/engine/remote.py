@@ -32,6 +32,7 @@ from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
     ModelFiles,
+    ModelNotFound,
     NoHealthyUpstream,
     RetryPolicy,
     SamplingDefaults,
@@ -252,7 +253,13 @@ def build_remote_engine(settings: Settings) -> Engine:
         served = served_model_id(
             urls, api_key=settings.upstream_api_key, timeout=settings.upstream_connect_timeout
         )
-        resolved = resolve_model(served)
+        try:
+            resolved = resolve_model(served)
+        except ModelNotFound as exc:
+            raise ModelNotFound(
+                f"the upstream serves {served!r} and no --model was given: {exc}. Pass --model with the "
+                "model's GGUF file, model directory or Hugging Face repo id"
+            ) from exc
         names = names or [served]
     if resolved is not None and resolved.files.chat_template is None and settings.chat_template is None:
         raise TemplateMissing(
