@@ -8,6 +8,8 @@ sampling defaults from the model's generation config.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from accord.config import Settings
 from accord.engine.protocol import GenerationRequest, Sampling
 from accord.engine.remote import RemoteEngine
 from accord.engine.upstream import HttpSession, RetryPolicy, SamplingDefaults
+from accord.engine.upstream._calls import retry_after
 from tests.remote.conftest import Fleet, key_for
 from tests.remote.harness import Outcome, collect
 from tests.serving import Server, running
@@ -153,3 +156,20 @@ def test_ready_follows_the_upstreams_and_health_stays_liveness(aliased: Server, 
     assert httpx.get(aliased.base_url + "/health", timeout=10).status_code == 200
     fleet.fakes[0].behaviour.healthy = True
     assert httpx.get(aliased.base_url + "/ready", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("status", "header", "expected"),
+    [(429, "7", 7.0), (503, "0", 0.0), (500, "7", None), (429, "soon", None), (429, None, None)],
+)
+def test_retry_after_is_read_on_429_and_503_only(
+    status: int, header: str | None, expected: float | None
+) -> None:
+    headers = {"retry-after": header} if header is not None else {}
+    assert retry_after(httpx.Response(status, headers=headers)) == expected
+
+
+def test_retry_after_as_an_http_date_is_the_time_until_then() -> None:
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    wait = retry_after(httpx.Response(503, headers={"retry-after": when}))
+    assert wait is not None and 25.0 < wait <= 30.0
