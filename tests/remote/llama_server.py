@@ -109,8 +109,11 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log and self.log.exists() else ""
+
     def log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-2000:] if self.log and self.log.exists() else ""
+        return self.log_text()[-2000:]
 
     def slots(self) -> list[dict[str, Any]]:
         answer: list[dict[str, Any]] = httpx.get(self.url + "/slots", timeout=5.0).json()
