@@ -5,7 +5,7 @@
 and reads llama.cpp's own usage and prompt-cache reports. The binary is built by
 ``.ci/llama.sh`` (see ``tests/remote/llama_server.py`` for how it is found).
 
-The two engines' numerics differ (llama.cpp's Q8 kernels against accord's torch dequantised
+The two engines' numerics differ (llama.cpp's own Q4_1 kernels against accord's torch dequantised
 matmuls), so the greedy comparison with the embedded engine is over the answer's first tokens,
 not the whole of it; ``FIRST_TOKENS`` says how many.
 """
