@@ -8,7 +8,8 @@ checks it)::
     │   ├── NotFound            404: a stored response or route that does not exist
     │   └── TemplateRaised      the chat template refused the conversation (adapters/templates)
     ├── GenerationError         the engine or the model failed (code: engine_error, upstream_error, ...)
-    │   └── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
+    │   ├── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
+    │   └── ConstraintError     a schema or tool set the grammar library cannot compile (engine/local)
     ├── UnsupportedModel        a model file the local engine cannot run (engine/local)
     ├── ProtocolViolation       a stage got an event it must never get: a bug, not a case to handle
     │   └── FoldError           an event the Snapshot's state does not allow (events/response)

@@ -7,10 +7,20 @@ transport; the routes that read the store live in :mod:`accord.adapters.http`.
 
 from accord.errors import StoreError
 
-from ._conversations import ConversationItem, ConversationRecord, DuplicateItem, ItemPage, NewItem
 from ._postgres import PostgresStore
 from ._protocol import ChainBroken, History, Page, ResponseStore, UnknownCursor
-from ._records import ResponseRecord, StoredItem, conversation_items, make_record, page_item
+from ._records import (
+    ConversationItem,
+    ConversationRecord,
+    DuplicateItem,
+    ItemPage,
+    NewItem,
+    ResponseRecord,
+    StoredItem,
+    conversation_items,
+    make_record,
+    page_item,
+)
 from ._replay import after, replay
 from ._sqlite import SQLiteStore
 

@@ -24,11 +24,12 @@ import torch
 
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.protocol import OutputConstraint
+from accord.errors import GenerationError
 
 _COMPILE_CACHE = 64
 
 
-class ConstraintError(ValueError):
+class ConstraintError(GenerationError):
     """The request's schema or tool format cannot be compiled."""
 
 
