@@ -206,7 +206,8 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     service = build_service(
         settings, engine, store=store, observers=(lambda: [TraceRecorder.observer()]) if tracing else list
     )
-    metrics = Metrics()
+    statistics = getattr(service.engine, "statistics", None)
+    metrics = Metrics(statistics if callable(statistics) else None)
     hooks: list[RunHook] = []
     lifespans: list[Lifespan] = []
     writer = StoreWriter(store, settings.store_ttl) if store is not None else None

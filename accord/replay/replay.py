@@ -150,7 +150,7 @@ async def replay_trace(
         return Stop.CLIENT_GONE if trace.cause == "client_disconnected" else Stop.ABORTED
 
     collected = Collected()
-    metrics = Metrics()
+    metrics = Metrics(process=False)
     # The driver a live response runs under, with no hooks: a replay stores and traces nothing.
     runner = Runner((), metrics, Lifecycle(metrics))
     outcome = await runner.drive(prepared, collected, watchers=[cut_when_silent] if engine.go_silent else [])

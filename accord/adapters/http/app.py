@@ -12,7 +12,7 @@ import structlog
 import accord
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
-from accord.adapters.metrics import Metrics
+from accord.adapters.metrics import CONTENT_TYPE, Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
 from accord.errors import NotFound, RequestError
@@ -36,7 +36,7 @@ async def _version(ctx: Context, ex: Exchange) -> None:
 
 
 async def _metrics(ctx: Context, ex: Exchange) -> None:
-    await ex.raw(200, ctx.runner.metrics.render().encode(), b"text/plain; version=0.0.4")
+    await ex.raw(200, ctx.runner.metrics.render(), CONTENT_TYPE.encode())
 
 
 async def _models(ctx: Context, ex: Exchange) -> None:
@@ -118,6 +118,8 @@ class AccordApp:
         if scope["type"] != "http":
             return
         ex = Exchange(scope, receive, send)
+        # The metrics label: the name of the route that matched, never the raw path (SPEC H1).
+        route = route_name(ex.path, self.routes)
         try:
             if not self._authorised(ex):
                 raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")
@@ -127,7 +129,7 @@ class AccordApp:
         except RequestError as exc:
             if not ex.started:
                 await ex.error(exc)
-            self.metrics.request(_route_name(ex.path), exc.status, "rejected")
+            self.metrics.request(route, exc.status, "rejected")
         except Exception as exc:
             log.exception("unhandled error", path=ex.path)
             if not ex.started:
@@ -135,7 +137,7 @@ class AccordApp:
                     500,
                     error_body(type(exc).__name__, type="server_error", param=None, code="internal_error"),
                 )
-            self.metrics.request(_route_name(ex.path), 500, "internal_error")
+            self.metrics.request(route, 500, "internal_error")
 
     def _route(self, ex: Exchange) -> tuple[Handler, re.Match[str]]:
         allowed: list[str] = []
@@ -170,7 +172,16 @@ class AccordApp:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def _route_name(path: str) -> str:
-    return (
-        path.strip("/").split("/")[1] if path.startswith("/v1/") and path.count("/") >= 2 else path.strip("/")
-    )
+#: The metrics label of a request no route matched.
+UNMATCHED = "unmatched"
+
+
+def route_name(path: str, routes: Sequence[Route]) -> str:
+    """The label of the first route whose pattern matches ``path``: its pattern's first segment
+    after ``/v1/`` (``responses``, ``models``) or its whole name (``health``); a bounded set."""
+    for _, pattern, _ in routes:
+        if pattern.fullmatch(path):
+            text = pattern.pattern.removesuffix("/?").replace("\\", "")
+            parts = text.strip("/").split("/")
+            return parts[1] if parts[0] == "v1" and len(parts) > 1 else parts[0]
+    return UNMATCHED
