@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def default_data_dir() -> Path:
@@ -31,9 +31,9 @@ class Settings(BaseSettings):
     max_context: int | None = None
     device: str | None = None
 
-    upstream: list[str] = Field(default_factory=list)
-    prefill_upstream: list[str] = Field(default_factory=list)
-    decode_upstream: list[str] = Field(default_factory=list)
+    upstream: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    prefill_upstream: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    decode_upstream: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     upstream_connect_timeout: float = 5.0
     upstream_read_timeout: float = 600.0
@@ -55,4 +55,26 @@ class Settings(BaseSettings):
     max_string_chars: int = 8 * 1024 * 1024
     shutdown_grace: float = 30.0
     log_format: Literal["auto", "json", "console"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_prompts: bool = False
+    allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+
+    @field_validator("upstream", "prefill_upstream", "decode_upstream", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        """``ACCORD_UPSTREAM=http://a:8000,http://b:8000``; repeated flags may also hold commas."""
+        items = [value] if isinstance(value, str) else value
+        if isinstance(items, list | tuple):
+            return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+        return value
+
+    @field_validator("allowed_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: Any) -> Any:
+        """``--allowed-origins https://a.example,https://b.example`` (``*``: any origin)."""
+        items = [value] if isinstance(value, str) else value
+        if isinstance(items, list | tuple):
+            return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+        return value

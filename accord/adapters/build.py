@@ -20,6 +20,7 @@ from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.compact import compact, input_tokens
 from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
+from accord.adapters.http.cors import Cors
 from accord.adapters.http.responses import create_response
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
@@ -27,12 +28,12 @@ from accord.adapters.persistence import StoreWriter
 from accord.adapters.requests import RequestLimits, Sealer, referenced_ids
 from accord.adapters.runner import Lifecycle, RunHook, Runner
 from accord.adapters.service import Prepared, Service
-from accord.adapters.store import PostgresStore, ResponseStore, SQLiteStore
+from accord.adapters.store import ResponseStore, SQLiteStore
 from accord.adapters.templates import PromptRenderer, load_template_files, resolve_profile
 from accord.adapters.traces import TraceRecorder
 from accord.config import Settings
 from accord.engine.protocol import Engine
-from accord.errors import ConfigError
+from accord.errors import ConfigError, require_extra
 from accord.events.trace import TraceOptions
 from accord.pipeline.reasoning import reasoning_parser
 from accord.pipeline.run import RunObserver
@@ -58,6 +59,8 @@ def build_engine(settings: Settings) -> Engine:
             max_context=settings.max_context,
         )
     if settings.engine == "local":
+        for module in ("torch", "numpy", "gguf"):
+            require_extra("the embedded engine (--engine local)", "local", module)
         from accord.engine.local import LocalEngine
 
         engine: Engine = LocalEngine.load(
@@ -111,6 +114,9 @@ def open_store(settings: Settings) -> ResponseStore | None:
             raise ConfigError("--store sqlite:///PATH needs a path")
         return SQLiteStore(Path(path))
     if url.startswith(("postgresql://", "postgres://")):
+        require_extra("the PostgreSQL store", "postgres", "psycopg_pool")
+        from accord.adapters.store import PostgresStore
+
         return PostgresStore(url)
     raise ConfigError(f"--store must be sqlite:///PATH, postgresql://... or none, not {url!r}")
 
@@ -257,7 +263,8 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     if store is not None and runs is not None:
         routes += StoredRoutes(store, runs).routes()
         log.info("store", kind=store.kind, ttl=runs.ttl)
-    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans)
+    cors = Cors(settings.allowed_origins) if settings.allowed_origins else None
+    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans, cors=cors)
     return Assembly(settings, service, store, runner, recorder, app)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import re
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
@@ -11,24 +12,23 @@ import structlog
 
 import accord
 from accord.adapters.http.context import Context, Handler
+from accord.adapters.http.cors import Cors
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.health import health, ready
 from accord.adapters.metrics import CONTENT_TYPE, Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
 from accord.errors import NotFound, RequestError
 
 log = structlog.get_logger("accord.http")
+access = structlog.get_logger("accord.access")
 
 Route = tuple[str, re.Pattern[str], Handler]
 #: A route as the composition root lists it: method, path pattern, handler.
 RouteSpec = tuple[str, str, Handler]
 Lifespan = Callable[[], AbstractAsyncContextManager[None]]
 
-_OPEN_PATHS = frozenset({"/health", "/version"})
-
-
-async def _health(ctx: Context, ex: Exchange) -> None:
-    await ex.json(200, {"status": "draining" if ctx.runner.lifecycle.draining else "ok"})
+_OPEN_PATHS = frozenset({"/health", "/ready", "/version"})
 
 
 async def _version(ctx: Context, ex: Exchange) -> None:
@@ -64,14 +64,17 @@ class AccordApp:
         *,
         api_key: str | None = None,
         lifespans: Sequence[Lifespan] = (),
+        cors: Cors | None = None,
     ) -> None:
         self.context = context
         self.api_key = api_key
+        self.cors = cors
         #: Entered at startup and left at shutdown, in reverse order (pools, long-lived tasks).
         self.lifespans = tuple(lifespans)
         builtin: list[RouteSpec] = [
             ("GET", r"/v1/models", _models),
-            ("GET", r"/health", _health),
+            ("GET", r"/health", health),
+            ("GET", r"/ready", ready),
             ("GET", r"/version", _version),
             ("GET", r"/metrics", _metrics),
             ("GET", r"/openapi\.json", self._openapi),
@@ -117,7 +120,20 @@ class AccordApp:
             return
         if scope["type"] != "http":
             return
+        if self.cors is not None:
+            if (preflight := self.cors.preflight(scope)) is not None:
+                await send({"type": "http.response.start", "status": 204, "headers": preflight})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            send = self.cors.wrap(scope, send)
+        began = time.perf_counter()
         ex = Exchange(scope, receive, send)
+        try:
+            await self._serve(ex)
+        finally:
+            access_line(ex, began)
+
+    async def _serve(self, ex: Exchange) -> None:
         # The metrics label: the name of the route that matched, never the raw path (SPEC H1).
         route = route_name(ex.path, self.routes)
         try:
@@ -170,6 +186,19 @@ class AccordApp:
                 elif message["type"] == "lifespan.shutdown":
                     break
         await send({"type": "lifespan.shutdown.complete"})
+
+
+def access_line(ex: Exchange, began: float) -> None:
+    """One log line per request, rejected ones included (SPEC H2)."""
+    path = ex.path if len(ex.path) <= 200 else ex.path[:200] + "…"
+    access.info(
+        "request",
+        method=ex.method[:16],
+        # Non-printable characters would let a path forge lines in a terminal log.
+        path=path if path.isprintable() else ascii(path),
+        status=ex.status,
+        ms=round((time.perf_counter() - began) * 1000, 1),
+    )
 
 
 #: The metrics label of a request no route matched.
