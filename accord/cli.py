@@ -63,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Replay the traces in a directory and report any that now end differently.",
     )
     replay.add_argument("path", type=Path, help="directory of traces (written by --trace-dir)")
+    replay.add_argument("--json", action="store_true", help="print the results as one JSON document")
     replay.add_argument(
         "--rechunk",
         type=int,
@@ -191,7 +192,7 @@ def _tool(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from accord.replay.replay import replay_dir
 
-        return replay_dir(args.path, sys.stdout, rechunk_seed=args.rechunk)
+        return replay_dir(args.path, sys.stdout, rechunk_seed=args.rechunk, as_json=args.json)
     if args.command == "record":
         import anyio
 
