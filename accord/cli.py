@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("path", type=Path, help="an .sse capture, or a directory of them (one per server)")
     audit.add_argument("--json", action="store_true", help="print the census as JSON")
+    audit.add_argument(
+        "--html", type=Path, default=None, metavar="REPORT", help="write a self-contained HTML report there"
+    )
 
     replay = sub.add_parser(
         "replay",
@@ -186,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _tool(args: argparse.Namespace) -> int:
     if args.command == "audit":
+        if args.html is not None:
+            from accord.replay.report import report_path
+
+            return report_path(args.path, args.html, sys.stdout)
         from accord.replay.audit import audit_path
 
         return audit_path(args.path, sys.stdout, as_json=args.json)
