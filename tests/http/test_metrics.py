@@ -3,7 +3,6 @@ histograms per route and cause, engine statistics, process metrics."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -159,23 +158,23 @@ async def test_histograms_per_route_and_cause(tmp_path: Path) -> None:
     assert "process_resident_memory_bytes" in families
 
 
-@dataclasses.dataclass
-class _LocalStats:
-    block_size: int = 16
-    blocks_total: int = 100
-    blocks_free: int = 75
-    blocks_cached: int = 10
-    blocks_in_use: int = 25
-    running: int = 3
-    waiting: int = 2
-    prefix_hit_tokens: int = 640
-    prompt_tokens: int = 1000
-    preemptions: int = 1
-    steps: int = 9
-
-
 def test_local_engine_statistics_are_exported() -> None:
-    families = _families(Metrics(_LocalStats, process=False).render().decode())
+    from accord.engine.local import EngineStatistics
+
+    stats = EngineStatistics(
+        block_size=16,
+        blocks_total=100,
+        blocks_free=75,
+        blocks_cached=10,
+        blocks_in_use=25,
+        running=3,
+        waiting=2,
+        prefix_hit_tokens=640,
+        prompt_tokens=1000,
+        preemptions=1,
+        steps=9,
+    )
+    families = _families(Metrics(lambda: stats, process=False).render().decode())
     assert families["accord_num_requests_running"].samples[0].value == 3
     assert families["accord_num_requests_waiting"].samples[0].value == 2
     assert families["accord_kv_blocks_used"].samples[0].value == 25
@@ -213,3 +212,21 @@ def test_apps_have_registries_of_their_own(tmp_path: Path) -> None:
     first.metrics.request("responses", 200, "completed")
     assert b'route="responses"' in first.metrics.render()
     assert b'route="responses"' not in second.metrics.render()
+
+
+async def test_a_real_remote_engine_feeds_the_upstream_series() -> None:
+    from accord.engine.remote import RemoteEngine
+    from tests.serving import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    engine = RemoteEngine([url], model_name="m")
+    try:
+        metrics = Metrics(engine.statistics, process=False)
+        assert _families(metrics.render().decode())["accord_upstream_up"].samples[0].value == 0.0
+        assert await engine.pool.probe(engine.pool.upstreams[0]) is False  # nothing listens there
+        families = _families(metrics.render().decode())
+        assert families["accord_upstream_up"].samples[0].labels == {"url": url}
+        assert families["accord_upstream_up"].samples[0].value == 0.0
+        assert "accord_upstream_in_flight" in families
+    finally:
+        await engine.aclose()
