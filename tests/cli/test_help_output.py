@@ -70,7 +70,7 @@ def _value(kwargs: dict[str, Any], name: str) -> list[str]:
         return ["7"]
     if kind is float:
         return ["2.5"]
-    return [f"/tmp/{name}" if kind is Path else f"v-{name}"]
+    return [f"some/{name}" if kind is Path else f"v-{name}"]
 
 
 def test_every_flag_reaches_its_setting() -> None:
