@@ -53,6 +53,13 @@ class Settings(BaseSettings):
     max_input_items: int = 10_000
     max_tools: int = 512
     max_string_chars: int = 8 * 1024 * 1024
+    max_content_parts: int = 20_000
+    max_schema_bytes: int = 256 * 1024
+    max_json_depth: int = 64
+    #: Bodies above this size are decoded in a worker process, off the event loop.
+    inline_decode_bytes: int = 256 * 1024
+    decode_timeout: float = 10.0
+    decode_workers: int = 2
     shutdown_grace: float = 30.0
     log_format: Literal["auto", "json", "console"] = "auto"
     log_prompts: bool = False

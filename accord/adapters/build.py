@@ -20,6 +20,7 @@ from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.compact import compact, input_tokens
 from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
+from accord.adapters.http.offload import Decoder
 from accord.adapters.http.responses import create_response
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
@@ -234,18 +235,21 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     if runs is not None:
         # Entered after the store's lifetime, so left before it: runs end before the store closes.
         lifespans.append(runs.lifetime)
+    limits = RequestLimits.from_settings(settings)
     context = Context(
         service=service,
         runner=runner,
-        limits=RequestLimits(
-            max_input_items=settings.max_input_items,
-            max_tools=settings.max_tools,
-            max_string_chars=settings.max_string_chars,
-        ),
+        limits=limits,
         max_body_bytes=settings.max_body_bytes,
         model_names=model_lister(service.engine),
         store=store,
         background=runs,
+        decoder=Decoder(
+            limits,
+            inline_bytes=settings.inline_decode_bytes,
+            timeout=settings.decode_timeout,
+            workers=settings.decode_workers,
+        ),
     )
     routes: list[RouteSpec] = [
         ("POST", r"/v1/responses", create_response),

@@ -77,7 +77,7 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
 _decode = msgspec.json.Decoder(CompletionRequest)
 
 
-def _request(raw: bytes) -> CompletionRequest:
+def _request(raw: bytes | bytearray) -> CompletionRequest:
     try:
         request = _decode.decode(raw)
     except msgspec.ValidationError as exc:
@@ -85,6 +85,8 @@ def _request(raw: bytes) -> CompletionRequest:
         raise RequestError(f"invalid request: {exc}", param=path) from None
     except msgspec.DecodeError as exc:
         raise RequestError(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError("request body is nested too deeply", code="invalid_json") from None
     for name, bad, why in (
         ("n", request.n != 1, "only n=1 is supported"),
         ("echo", request.echo, "echo is not supported"),

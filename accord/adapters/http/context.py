@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.exchange import Exchange
+from accord.adapters.http.offload import Decoder
 from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
 from accord.adapters.runner import Runner
 from accord.adapters.service import Service
@@ -30,6 +31,8 @@ class Context:
     store: ResponseStore | None = None
     #: Runs ``background: true`` requests; None where nothing can hold them (no store).
     background: BackgroundRuns | None = None
+    #: Decodes large bodies off the event loop; None: every body is decoded in place.
+    decoder: Decoder | None = None
 
     def refuse_if_draining(self) -> None:
         if self.runner.lifecycle.draining:
@@ -39,7 +42,10 @@ class Context:
 
     async def read_request(self, ex: Exchange) -> ResponsesRequest:
         """The body of a Responses request, decoded under the server's limits."""
-        return decode_request(await ex.read_body(self.max_body_bytes), self.limits)
+        body = await ex.read_body(self.max_body_bytes)
+        if self.decoder is not None:
+            return await self.decoder.decode(body)
+        return decode_request(body, self.limits)
 
 
 Handler = Callable[[Context, Exchange], Awaitable[None]]
