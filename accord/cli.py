@@ -47,6 +47,10 @@ _SERVE_FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("--inline-decode-bytes", {"type": int}),
     ("--decode-timeout", {"type": float}),
     ("--decode-workers", {"type": int}),
+    ("--max-active-requests", {"type": int}),
+    ("--max-waiting-requests", {"type": int}),
+    ("--queue-timeout", {"type": float}),
+    ("--retry-after", {"type": float}),
     ("--shutdown-grace", {"type": float}),
     ("--log-format", {"choices": ["auto", "json", "console"]}),
 ]

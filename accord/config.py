@@ -60,6 +60,12 @@ class Settings(BaseSettings):
     inline_decode_bytes: int = 256 * 1024
     decode_timeout: float = 10.0
     decode_workers: int = 2
+    #: Generation requests running at once (None: twice the engine's batch, or 64).
+    max_active_requests: int | None = None
+    #: Requests waiting for a place (None: as many as may run).
+    max_waiting_requests: int | None = None
+    queue_timeout: float = 10.0
+    retry_after: float = 2.0
     shutdown_grace: float = 30.0
     log_format: Literal["auto", "json", "console"] = "auto"
     log_prompts: bool = False

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from accord.adapters.http.admission import Admission, default_max_active
 from accord.adapters.http.app import AccordApp, Lifespan, RouteSpec
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.compact import compact, input_tokens
@@ -236,6 +237,13 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
         # Entered after the store's lifetime, so left before it: runs end before the store closes.
         lifespans.append(runs.lifetime)
     limits = RequestLimits.from_settings(settings)
+    max_active = settings.max_active_requests or default_max_active(service.engine)
+    admission = Admission(
+        max_active,
+        settings.max_waiting_requests if settings.max_waiting_requests is not None else max_active,
+        queue_timeout=settings.queue_timeout,
+        retry_after=settings.retry_after,
+    )
     context = Context(
         service=service,
         runner=runner,
@@ -250,6 +258,7 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
             timeout=settings.decode_timeout,
             workers=settings.decode_workers,
         ),
+        admission=admission,
     )
     routes: list[RouteSpec] = [
         ("POST", r"/v1/responses", create_response),

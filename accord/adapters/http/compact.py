@@ -17,7 +17,7 @@ import msgspec
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.framing import client_gone, failure_status
-from accord.adapters.requests import ChatMessage, TextPart
+from accord.adapters.requests import ChatMessage, ResponsesRequest, TextPart
 from accord.adapters.runner import Collected
 from accord.adapters.service import Prepared
 from accord.errors import RequestError
@@ -47,6 +47,15 @@ def _user_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def compact(ctx: Context, ex: Exchange) -> None:
     request = await ctx.read_request(ex)
+    ticket = await ctx.admit()
+    try:
+        await _compact(ctx, ex, request)
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+async def _compact(ctx: Context, ex: Exchange, request: ResponsesRequest) -> None:
     service = ctx.service
     if service.sealer is None:
         raise RequestError("compaction needs a sealing key, and this server has none", status=501)

@@ -160,7 +160,15 @@ def _error_of(failure: EngineFailed) -> tuple[int, dict[str, Any]]:
 
 async def create_completion(ctx: Context, ex: Exchange) -> None:
     request = _request(await ex.read_body(ctx.max_body_bytes))
-    ctx.refuse_if_draining()
+    ticket = await ctx.admit()
+    try:
+        await _complete(ctx, ex, request)
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+async def _complete(ctx: Context, ex: Exchange, request: CompletionRequest) -> None:
     engine = ctx.service.engine
     tokenizer: _Tokenizer | None = getattr(engine, "tokenizer", None)
     text, ids = _prompt(request, tokenizer)

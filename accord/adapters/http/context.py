@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from accord.adapters.http.admission import Admission, Ticket
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.offload import Decoder
@@ -16,7 +17,7 @@ from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_req
 from accord.adapters.runner import Runner
 from accord.adapters.service import Service
 from accord.adapters.store import ResponseStore
-from accord.errors import RequestError
+from accord.errors import Overloaded
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,21 @@ class Context:
     background: BackgroundRuns | None = None
     #: Decodes large bodies off the event loop; None: every body is decoded in place.
     decoder: Decoder | None = None
+    #: Bounds the generation requests running and waiting; None: no bound.
+    admission: Admission | None = None
 
     def refuse_if_draining(self) -> None:
         if self.runner.lifecycle.draining:
-            raise RequestError(
-                "server is shutting down", status=503, code="server_shutting_down", type="server_error"
+            raise Overloaded(
+                "server is shutting down", status=503, retry_after=5, code="server_shutting_down"
             )
+
+    async def admit(self) -> Ticket | None:
+        """A place among the running requests (429/503 when there is none); None without a bound."""
+        if self.admission is None:
+            self.refuse_if_draining()
+            return None
+        return await self.admission.admit(draining=self.runner.lifecycle.draining)
 
     async def read_request(self, ex: Exchange) -> ResponsesRequest:
         """The body of a Responses request, decoded under the server's limits."""

@@ -100,7 +100,10 @@ class Exchange:
         await self.send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def error(self, exc: RequestError) -> None:
-        await self.json(exc.status, error_body(exc.message, type=exc.type, param=exc.param, code=exc.code))
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in exc.headers]
+        await self.json(
+            exc.status, error_body(exc.message, type=exc.type, param=exc.param, code=exc.code), headers
+        )
 
     async def start_sse(self) -> None:
         self.status, self.started = 200, True
