@@ -51,6 +51,8 @@ _SERVE_FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("--max-waiting-requests", {"type": int}),
     ("--queue-timeout", {"type": float}),
     ("--retry-after", {"type": float}),
+    ("--body-timeout", {"type": float}),
+    ("--write-timeout", {"type": float}),
     ("--shutdown-grace", {"type": float}),
     ("--log-format", {"choices": ["auto", "json", "console"]}),
 ]

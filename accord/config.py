@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     max_waiting_requests: int | None = None
     queue_timeout: float = 10.0
     retry_after: float = 2.0
+    #: Seconds a request body may take to arrive (a slow body is cut off with 408).
+    body_timeout: float = 30.0
+    #: Seconds one write may wait on a client that does not read before its stream is given up.
+    write_timeout: float = 30.0
     shutdown_grace: float = 30.0
     log_format: Literal["auto", "json", "console"] = "auto"
     log_prompts: bool = False

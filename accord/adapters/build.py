@@ -259,6 +259,8 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
             workers=settings.decode_workers,
         ),
         admission=admission,
+        body_timeout=settings.body_timeout,
+        write_timeout=settings.write_timeout,
     )
     routes: list[RouteSpec] = [
         ("POST", r"/v1/responses", create_response),

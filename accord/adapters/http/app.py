@@ -7,7 +7,10 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
+import anyio
+import sniffio
 import structlog
+from anyio.abc import TaskGroup
 
 import accord
 from accord.adapters.http.context import Context, Handler
@@ -117,7 +120,18 @@ class AccordApp:
             return
         if scope["type"] != "http":
             return
-        ex = Exchange(scope, receive, send)
+        if sniffio.current_async_library() == "trio":
+            # hypercorn's trio writes cannot be cancelled: each runs in a task (see exchange.py).
+            async with anyio.create_task_group() as writes:
+                await self._serve(scope, receive, send, writes)
+        else:
+            await self._serve(scope, receive, send, None)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, writes: TaskGroup | None) -> None:
+        ctx = self.context
+        ex = Exchange(
+            scope, receive, send, body_timeout=ctx.body_timeout, write_budget=ctx.write_budget, writes=writes
+        )
         try:
             if not self._authorised(ex):
                 raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")

@@ -19,6 +19,10 @@ from accord.adapters.service import Service
 from accord.adapters.store import ResponseStore
 from accord.errors import Overloaded
 
+#: The write timeout after the shutdown deadline: the last frames of a stream whose client
+#: does not read are given this long before the stream is given up.
+SHUTDOWN_WRITE_S = 0.5
+
 
 @dataclass(frozen=True)
 class Context:
@@ -36,6 +40,16 @@ class Context:
     decoder: Decoder | None = None
     #: Bounds the generation requests running and waiting; None: no bound.
     admission: Admission | None = None
+    #: Seconds a request body may take to arrive (None: no limit).
+    body_timeout: float | None = None
+    #: Seconds one write may wait for a client that does not read (None: no limit).
+    write_timeout: float | None = None
+
+    def write_budget(self) -> float | None:
+        """The write timeout now: short once the shutdown deadline has passed, so the exit is prompt."""
+        if self.runner.lifecycle.shutdown_deadline.is_set():
+            return min(SHUTDOWN_WRITE_S, self.write_timeout or SHUTDOWN_WRITE_S)
+        return self.write_timeout
 
     def refuse_if_draining(self) -> None:
         if self.runner.lifecycle.draining:

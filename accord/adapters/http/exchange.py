@@ -1,13 +1,31 @@
-"""One HTTP exchange over raw ASGI: body reading with a limit, JSON and SSE replies."""
+"""One HTTP exchange over raw ASGI: body reading with a limit, JSON and SSE replies.
+
+Timeouts. A body must arrive within ``body_timeout`` seconds of the request (a slow body is
+cut off with 408). Every write must be taken by the transport within the ``write_budget()``
+seconds it allows at that moment: hypercorn's ``send`` waits while the client's socket is
+full, so a client that stopped reading would otherwise hold its stream, and the server's
+shutdown, forever. A write that runs out of budget counts as the client having gone: the
+exchange says so (``wait_disconnect`` returns), nothing more is written, and the run is
+recorded as ``client_disconnected`` and stopped, which frees its place in the engine.
+
+hypercorn's trio server shields its socket writes from cancellation, so there a timeout
+around ``send`` would never fire. On trio each write therefore runs in a task of the
+exchange's own ``writes`` group and the exchange waits for it within the budget; a write
+that never completes is left behind in that task (it ends when the socket closes) while
+the run goes on to its end.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
 
+import anyio
 import msgspec
+from anyio.abc import TaskGroup
 
 from accord.errors import RequestError, cap
 from accord.events.wire import WireEvent
@@ -46,8 +64,21 @@ def error_body(message: str, *, type: str, param: str | None, code: str | None) 
 
 
 class Exchange:
-    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        self.scope, self.receive, self.send = scope, receive, send
+    def __init__(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        *,
+        body_timeout: float | None = None,
+        write_budget: Callable[[], float | None] = lambda: None,
+        writes: TaskGroup | None = None,
+    ) -> None:
+        self.scope, self.receive, self._send = scope, receive, send
+        self.body_timeout = body_timeout
+        self.write_budget = write_budget
+        self._gone = anyio.Event()
+        self._writes = writes
         self.method: str = scope.get("method", "GET")
         self.path: str = scope.get("path", "/")
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -58,7 +89,48 @@ class Exchange:
         #: The route's match (path parameters).
         self.match: re.Match[str] | None = None
 
+    async def send(self, message: Message) -> None:
+        """Hand one message to the server, within the write budget; past it, the client is gone."""
+        if self._gone.is_set():
+            return
+        budget = self.write_budget()
+        with anyio.move_on_after(budget if budget is not None else math.inf) as scope:
+            if self._writes is None:
+                await self._send(message)
+            else:
+                await self._send_in_task(self._writes, message)
+        if scope.cancelled_caught:
+            self.disconnected = True
+            self._gone.set()
+
+    async def _send_in_task(self, writes: TaskGroup, message: Message) -> None:
+        done = anyio.Event()
+        failure: list[BaseException] = []
+
+        async def write() -> None:
+            try:
+                await self._send(message)
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                done.set()
+
+        writes.start_soon(write)
+        await done.wait()
+        if failure:
+            raise failure[0]
+
     async def read_body(self, limit: int) -> bytes | bytearray:
+        timeout = self.body_timeout if self.body_timeout is not None else math.inf
+        with anyio.move_on_after(timeout):
+            return await self._read_body(limit)
+        raise RequestError(
+            f"the request body did not arrive within {self.body_timeout:g} s",
+            status=408,
+            code="request_timeout",
+        )
+
+    async def _read_body(self, limit: int) -> bytes | bytearray:
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise RequestError(
@@ -120,9 +192,17 @@ class Exchange:
         await self.send_body(b"", more=False)
 
     async def wait_disconnect(self) -> None:
-        """Returns when the client has gone away (after the body was read)."""
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                self.disconnected = True
-                return
+        """Returns when the client has gone away or stopped reading (after the body was read)."""
+        async with anyio.create_task_group() as group:
+
+            async def receive_until_gone() -> None:
+                while True:
+                    message = await self.receive()
+                    if message["type"] == "http.disconnect":
+                        self.disconnected = True
+                        self._gone.set()
+                        return
+
+            group.start_soon(receive_until_gone)
+            await self._gone.wait()
+            group.cancel_scope.cancel()

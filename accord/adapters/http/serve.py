@@ -8,7 +8,9 @@ of body, and finally lets hypercorn close.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -19,13 +21,19 @@ from accord.adapters.http.app import AccordApp
 
 log = structlog.get_logger("accord.serve")
 
+#: After the drain and hypercorn's own wait, how much longer a signalled server waits to exit.
+EXIT_MARGIN_S = 0.2
+
 
 def hypercorn_config(host: str, port: int, *, grace: float) -> Config:
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = None
-    config.graceful_timeout = grace + 5.0
+    # The drain has already given streams their grace and ended the rest, whose last writes
+    # have a short budget (context.SHUTDOWN_WRITE_S); hypercorn's own wait is only for the
+    # connections to close after that, so SIGTERM exits within the grace plus about 2 s.
+    config.graceful_timeout = 0.5
     config.keep_alive_timeout = 75.0
     return config
 
@@ -37,7 +45,7 @@ async def drain(app: AccordApp, grace: float) -> None:
     with anyio.move_on_after(grace):
         await lifecycle.wait_idle()
     lifecycle.shutdown_deadline.set()
-    with anyio.move_on_after(5.0):
+    with anyio.move_on_after(1.0):
         await lifecycle.wait_idle()
 
 
@@ -62,19 +70,41 @@ async def serve_app(
 
     config = hypercorn_config(host, port, grace=grace)
     trigger = shutdown or _wait_signal
+    drained, finished = anyio.Event(), anyio.Event()
 
     async def shutdown_trigger() -> None:
         await trigger()
         await drain(app, grace)
+        drained.set()
+
+    async def exit_when_stuck() -> None:
+        # By now every run has ended and been stored. What can still hold hypercorn is a
+        # socket write to a client that never reads (its trio server cannot cancel one), and
+        # that would keep the process alive until the client leaves. A signalled server exits.
+        await drained.wait()
+        with anyio.move_on_after(config.graceful_timeout + EXIT_MARGIN_S):
+            await finished.wait()
+            return
+        log.warning("exiting with connections that do not read still open")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(0)
 
     backend = sniffio.current_async_library()
     if on_ready is not None:
         on_ready()
-    if backend == "trio":
-        from hypercorn.trio import serve as trio_serve
+    async with anyio.create_task_group() as group:
+        if shutdown is None:
+            group.start_soon(exit_when_stuck)
+        try:
+            if backend == "trio":
+                from hypercorn.trio import serve as trio_serve
 
-        await trio_serve(app, config, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
-    else:
-        from hypercorn.asyncio import serve as asyncio_serve
+                await trio_serve(app, config, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
+            else:
+                from hypercorn.asyncio import serve as asyncio_serve
 
-        await asyncio_serve(app, config, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
+                await asyncio_serve(app, config, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
+        finally:
+            finished.set()
+            drained.set()
