@@ -51,6 +51,7 @@ _SERVE_FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("--max-waiting-requests", {"type": int}),
     ("--queue-timeout", {"type": float}),
     ("--retry-after", {"type": float}),
+    ("--allowed-hosts", {"action": "append"}),
     ("--body-timeout", {"type": float}),
     ("--write-timeout", {"type": float}),
     ("--shutdown-grace", {"type": float}),

@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     max_waiting_requests: int | None = None
     queue_timeout: float = 10.0
     retry_after: float = 2.0
+    #: Names accepted in the Host header (empty: the loopback names and --host; ``*``: any).
+    allowed_hosts: list[str] = Field(default_factory=list)
     #: Seconds a request body may take to arrive (a slow body is cut off with 408).
     body_timeout: float = 30.0
     #: Seconds one write may wait on a client that does not read before its stream is given up.

@@ -23,6 +23,7 @@ from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
 from accord.adapters.http.offload import Decoder
 from accord.adapters.http.responses import create_response
+from accord.adapters.http.safety import RequestGuard
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
 from accord.adapters.persistence import StoreWriter
@@ -271,7 +272,13 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     if store is not None and runs is not None:
         routes += StoredRoutes(store, runs).routes()
         log.info("store", kind=store.kind, ttl=runs.ttl)
-    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans)
+    guard = RequestGuard.for_server(
+        # The allowed origins are also what CORS answers to, where that is configured.
+        settings.host,
+        settings.allowed_hosts,
+        getattr(settings, "allowed_origins", ()),
+    )
+    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans, guard=guard)
     return Assembly(settings, service, store, runner, recorder, app)
 
 

@@ -89,7 +89,7 @@ async def test_large_bodies_decode_in_the_worker_with_their_status_and_param(tmp
     app = build_app(scripted_settings(script, inline_decode_bytes=64, max_content_parts=3))
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
     headers = {"content-type": "application/json"}
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         ok = await client.post("/v1/responses", json={"input": [{"role": "user", "content": _parts(3)}]})
         refused = await client.post(
             "/v1/responses", json={"input": [{"role": "user", "content": _parts(4)}]}, headers=headers

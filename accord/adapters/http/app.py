@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 import accord
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.safety import RequestGuard
 from accord.adapters.metrics import Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
@@ -67,9 +68,12 @@ class AccordApp:
         *,
         api_key: str | None = None,
         lifespans: Sequence[Lifespan] = (),
+        guard: RequestGuard | None = None,
     ) -> None:
         self.context = context
         self.api_key = api_key
+        #: Host and Origin checks (DNS rebinding, cross-site requests); None: none.
+        self.guard = guard
         #: Entered at startup and left at shutdown, in reverse order (pools, long-lived tasks).
         self.lifespans = tuple(lifespans)
         builtin: list[RouteSpec] = [
@@ -133,8 +137,12 @@ class AccordApp:
             scope, receive, send, body_timeout=ctx.body_timeout, write_budget=ctx.write_budget, writes=writes
         )
         try:
+            if self.guard is not None:
+                self.guard.check(ex.headers)
             if not self._authorised(ex):
-                raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")
+                refused = RequestError("invalid or missing API key", status=401, code="invalid_api_key")
+                refused.headers = (("www-authenticate", 'Bearer realm="accord"'),)
+                raise refused
             handler, match = self._route(ex)
             ex.match = match
             await handler(self.context, ex)
@@ -161,9 +169,11 @@ class AccordApp:
                 return handler, match
             allowed.append(method)
         if allowed:
-            raise RequestError(
+            refused = RequestError(
                 f"method {ex.method} not allowed on {ex.path}", status=405, code="method_not_allowed"
             )
+            refused.headers = (("allow", ", ".join(sorted(set(allowed)))),)
+            raise refused
         raise NotFound(f"no route for {ex.method} {ex.path}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

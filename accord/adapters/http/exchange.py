@@ -27,6 +27,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
+from accord.adapters.http.safety import is_json
 from accord.errors import RequestError, cap
 from accord.events.wire import WireEvent
 
@@ -59,8 +60,39 @@ def sse_frame(event: WireEvent) -> bytes:
     return b"event: " + _tag(event) + b"\ndata: " + _json.encode(event) + b"\n\n"
 
 
+#: SPEC I11: an error body is at most this many bytes, whatever the message echoes.
+MAX_ERROR_BYTES = 4096
+_MAX_PARAM_BYTES = 512
+
+
+def _fit(text: str, budget: int) -> str:
+    """``text`` shortened until its JSON encoding takes at most ``budget`` bytes.
+
+    Characters count for up to six bytes each once encoded (a control character becomes
+    ``\u0001``), so the cut is made on the encoded size, not on the length.
+    """
+    size = len(_json.encode(text))
+    while size > budget:
+        keep = max(0, len(text) * (budget - 40) // size)
+        text = text[:keep] + "… (truncated)"
+        size = len(_json.encode(text))
+        if keep == 0:
+            break
+    return text
+
+
 def error_body(message: str, *, type: str, param: str | None, code: str | None) -> dict[str, Any]:
-    return {"error": {"message": cap(message), "type": type, "param": param, "code": code}}
+    param = _fit(param, _MAX_PARAM_BYTES) if param is not None else None
+    code = _fit(code, 128) if code is not None else None
+    rest = len(_json.encode({"error": {"message": "", "type": type, "param": param, "code": code}}))
+    return {
+        "error": {
+            "message": _fit(cap(message), MAX_ERROR_BYTES - rest),
+            "type": type,
+            "param": param,
+            "code": code,
+        }
+    }
 
 
 class Exchange:
@@ -131,6 +163,14 @@ class Exchange:
         )
 
     async def _read_body(self, limit: int) -> bytes | bytearray:
+        if not is_json(self.headers.get("content-type", "")):
+            # A page can post text/plain without a CORS preflight; JSON it cannot (safety.py).
+            raise RequestError(
+                "The request body must be sent as Content-Type: application/json.",
+                param="Content-Type",
+                status=415,
+                code="unsupported_media_type",
+            )
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise RequestError(

@@ -57,6 +57,8 @@ class RequestLimits(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _AT = re.compile(r"^(?P<msg>.*?) - at `\$(?P<path>[^`]*)`$", re.S)
+#: msgspec's spelling for a bad dict key: ``... - at `key` in `$.metadata```.
+_AT_KEY = re.compile(r"^(?P<msg>.*?) - at `key` in `\$(?P<path>[^`]*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
 
 
@@ -73,6 +75,10 @@ def join(base: str | None, key: str | int) -> str:
 
 def _validation_error(exc: msgspec.ValidationError) -> RequestError:
     text = str(exc)
+    key = _AT_KEY.match(text)
+    if key is not None:
+        param = _path_param(key["path"])
+        return RequestError(f"Invalid key in '{param or 'body'}': {key['msg']}.", param=param)
     match = _AT.match(text)
     if match is None:
         return RequestError(f"Invalid request: {text}")
