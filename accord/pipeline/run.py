@@ -35,7 +35,7 @@ from accord.engine.protocol import Engine, GenerationRequest
 from accord.errors import GenerationError, ProtocolViolation
 from accord.events.generation import EngineFailed, GenerationOutput
 from accord.events.response import Failed, Opened
-from accord.events.wire import EventLog, WireEvent, keepalive_event
+from accord.events.wire import TERMINAL_TYPES, EventLog, WireEvent, keepalive_event
 from accord.pipeline.guard import TerminalGuard
 from accord.pipeline.items import ItemTracker
 from accord.pipeline.keepalive import EgressItem, Keepalive
@@ -111,10 +111,14 @@ class ResponseRun:
                     # Take whatever else is already waiting, so a fast engine costs one
                     # emit per burst rather than one per chunk.
                     out: list[WireEvent] = []
+                    # A keepalive queued behind the terminal batch of this same burst must not
+                    # follow it out: the guard only knows what has already been sent.
+                    ended = guard.terminated
                     for batch in _drain(first, receive):
                         if batch is not None:
                             out.extend(batch)
-                        elif not guard.terminated:
+                            ended = ended or any(isinstance(e, TERMINAL_TYPES) for e in batch)
+                        elif not ended:
                             self.keepalives_sent += 1
                             self.keepalive_seqs.append(self.sequencer.next + len(out))
                             out.append(keepalive_event(self.log))
