@@ -34,6 +34,7 @@ _SERVE_FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("--data-dir", {"type": Path}),
     ("--store", {"help": "sqlite:///PATH or postgresql://..."}),
     ("--store-ttl", {"type": float}),
+    ("--store-max-bytes", {"type": int}),
     ("--trace-dir", {"type": Path}),
     ("--trace-redact", {"action": "store_true", "default": None}),
     ("--web-search", {"choices": ["refuse", "drop"]}),

@@ -44,7 +44,10 @@ class Settings(BaseSettings):
     secret_key: str | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
     store: str | None = None
-    store_ttl: float | None = None
+    #: Seconds a stored response is kept (0: for ever); 30 days, as the OpenAI API keeps them.
+    store_ttl: float | None = 30 * 24 * 3600.0
+    #: Stored bytes past which the oldest finished responses are evicted (0: no cap).
+    store_max_bytes: int | None = 1 << 30
     trace_dir: Path | None = None
     trace_redact: bool = False
     web_search: Literal["refuse", "drop"] = "refuse"

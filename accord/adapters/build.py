@@ -212,7 +212,11 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     metrics = Metrics()
     hooks: list[RunHook] = []
     lifespans: list[Lifespan] = []
-    writer = StoreWriter(store, settings.store_ttl) if store is not None else None
+    writer = (
+        StoreWriter(store, settings.store_ttl, max_bytes=settings.store_max_bytes)
+        if store is not None
+        else None
+    )
     if writer is not None:
         hooks.append(writer)
         lifespans.append(writer.lifetime)

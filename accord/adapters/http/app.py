@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import re
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
@@ -22,6 +23,7 @@ from accord.adapters.service import Service
 from accord.errors import NotFound, RequestError
 
 log = structlog.get_logger("accord.http")
+access = structlog.get_logger("accord.access")
 
 Route = tuple[str, re.Pattern[str], Handler]
 #: A route as the composition root lists it: method, path pattern, handler.
@@ -86,6 +88,7 @@ class AccordApp:
         self.routes: tuple[Route, ...] = tuple(
             (method, re.compile(pattern + r"/?"), handler) for method, pattern, handler in [*routes, *builtin]
         )
+        self._labels = {pattern.pattern: _route_label(pattern.pattern) for _, pattern, _ in self.routes}
 
     @property
     def service(self) -> Service:
@@ -136,6 +139,8 @@ class AccordApp:
         ex = Exchange(
             scope, receive, send, body_timeout=ctx.body_timeout, write_budget=ctx.write_budget, writes=writes
         )
+        started = time.perf_counter()
+        cause = "ok"
         try:
             if self.guard is not None:
                 self.guard.check(ex.headers)
@@ -147,17 +152,34 @@ class AccordApp:
             ex.match = match
             await handler(self.context, ex)
         except RequestError as exc:
+            cause = "rejected"
             if not ex.started:
                 await ex.error(exc)
-            self.metrics.request(_route_name(ex.path), exc.status, "rejected")
+            if ex.route is not None:
+                # Metrics are labelled by the matched route only: a path is the client's to
+                # choose, and would be a label (and a series) of the client's choosing.
+                self.metrics.request(ex.route, exc.status, "rejected")
         except Exception as exc:
-            log.exception("unhandled error", path=ex.path)
+            cause = "internal_error"
+            log.exception("unhandled error", route=ex.route)
             if not ex.started:
                 await ex.json(
                     500,
                     error_body(type(exc).__name__, type="server_error", param=None, code="internal_error"),
                 )
-            self.metrics.request(_route_name(ex.path), 500, "internal_error")
+            self.metrics.request(ex.route or "unmatched", 500, "internal_error")
+        finally:
+            if not ex.driven:
+                # Runs log their own line (the run driver's); every other request logs this one.
+                access.info(
+                    "request",
+                    method=ex.method,
+                    route=ex.route,
+                    path=ex.path[:200],
+                    status=ex.status,
+                    cause=cause,
+                    duration_s=round(time.perf_counter() - started, 4),
+                )
 
     def _route(self, ex: Exchange) -> tuple[Handler, re.Match[str]]:
         allowed: list[str] = []
@@ -165,6 +187,7 @@ class AccordApp:
             match = pattern.fullmatch(ex.path)
             if match is None:
                 continue
+            ex.route = self._labels[pattern.pattern]
             if method == ex.method:
                 return handler, match
             allowed.append(method)
@@ -194,7 +217,9 @@ class AccordApp:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def _route_name(path: str) -> str:
-    return (
-        path.strip("/").split("/")[1] if path.startswith("/v1/") and path.count("/") >= 2 else path.strip("/")
-    )
+def _route_label(pattern: str) -> str:
+    """The metrics label of a route: its first fixed path segment after ``/v1/`` (``responses``)."""
+    parts = [p for p in pattern.removesuffix("/?").split("/") if p]
+    if parts and parts[0] == "v1" and len(parts) > 1:
+        parts = parts[1:]
+    return re.sub(r"[^a-z0-9_]", "", parts[0].replace("\\.", "_")) if parts else "root"

@@ -120,6 +120,10 @@ class Exchange:
         self.disconnected = False
         #: The route's match (path parameters).
         self.match: re.Match[str] | None = None
+        #: The matched route's label (metrics, logs); None when no route matched the path.
+        self.route: str | None = None
+        #: A run driver answers this exchange and logs its line.
+        self.driven = False
 
     async def send(self, message: Message) -> None:
         """Hand one message to the server, within the write budget; past it, the client is gone."""

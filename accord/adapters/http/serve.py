@@ -18,6 +18,7 @@ import structlog
 from hypercorn.config import Config
 
 from accord.adapters.http.app import AccordApp
+from accord.adapters.http.storms import StormFilter, install
 
 log = structlog.get_logger("accord.serve")
 
@@ -93,6 +94,7 @@ async def serve_app(
     backend = sniffio.current_async_library()
     if on_ready is not None:
         on_ready()
+    remove_filter = install(StormFilter())
     async with anyio.create_task_group() as group:
         if shutdown is None:
             group.start_soon(exit_when_stuck)
@@ -108,3 +110,4 @@ async def serve_app(
         finally:
             finished.set()
             drained.set()
+            remove_filter()
