@@ -13,8 +13,9 @@ from ._conversation import (
     TextPart,
     ToolCallRef,
 )
-from ._decode import RequestLimits, decode_request
+from ._decode import decode_request
 from ._echo import response_echo
+from ._limits import RequestLimits
 from ._normalize import NormalizeOptions, normalize, referenced_ids
 from ._parts import IMAGE_PLACEHOLDER
 from ._tools import WEB_SEARCH_REFUSAL

@@ -14,14 +14,11 @@ the caller decides whether to decode it again for the full model's message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from accord.errors import RequestError
 
-if TYPE_CHECKING:
-    from ._decode import RequestLimits
+from ._limits import RequestLimits
 
 
 class _Part(msgspec.Struct):

@@ -9,10 +9,17 @@ response is refused like one from an expired response (``ChainBroken``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from accord.adapters.store._sql import Cursor, SqlStore
+
+class _Sql(Protocol):
+    """What eviction uses of a SQL store (``SqlStore`` fits; named here to keep imports one way)."""
+
+    def q(self, sql: str) -> str: ...
+
+    def transaction(self, *, write: bool, batch: bool = False) -> AbstractContextManager[Any]: ...
+
 
 _TOTAL_RESPONSES = "SELECT COALESCE(SUM(LENGTH(request) + LENGTH(events)), 0) FROM accord_responses"
 _TOTAL_ITEMS = "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM accord_items"
@@ -26,7 +33,7 @@ _DELETE_ITEMS = "DELETE FROM accord_items WHERE response_id = ?"
 _DELETE_RESPONSE = "DELETE FROM accord_responses WHERE id = ?"
 
 
-def _total(cur: Cursor) -> int:
+def _total(cur: Any) -> int:
     size = 0
     for sql in (_TOTAL_RESPONSES, _TOTAL_ITEMS):
         cur.execute(sql)
@@ -35,7 +42,7 @@ def _total(cur: Cursor) -> int:
     return size
 
 
-def evict_oldest(store: SqlStore, max_bytes: int) -> int:
+def evict_oldest(store: _Sql, max_bytes: int) -> int:
     """Delete the oldest finished responses until the stored size is within ``max_bytes``."""
     removed = 0
     while True:
