@@ -8,6 +8,7 @@ tools both use it, so a replayed trace runs exactly the chain a live request run
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,14 @@ from accord.adapters.requests import (
 )
 from accord.adapters.store import ChainBroken, ResponseStore
 from accord.adapters.templates import Profile, PromptRenderer
-from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
+from accord.engine.protocol import (
+    Engine,
+    GenerationRequest,
+    OutputConstraint,
+    RequestHints,
+    Sampling,
+    ToolSchema,
+)
 from accord.errors import RequestError
 from accord.events.response import Opened
 from accord.pipeline.items import ItemTracker
@@ -157,6 +165,7 @@ class Service:
             required_tool=(
                 conversation.tool_choice if conversation.tool_choice not in ("auto", "none") else None
             ),
+            constraint=output_constraint(conversation, self.profile.tool_parser),
             hints=RequestHints(
                 last_input=conversation.last_input,
                 last_item_type=conversation.last_item_type,
@@ -192,7 +201,10 @@ class Service:
             engine=self.engine,
             request=generation,
             opened=opened,
-            parse=ParseStage(self.reasoning(conversation.thinking), tool_parser),
+            parse=ParseStage(
+                self.reasoning(conversation.thinking, self.renderer.reasoning_start(prompt, self.reasoning)),
+                tool_parser,
+            ),
             tracker=tracker,
             keepalive_interval=self.keepalive_interval,
             observers=self.observers(),
@@ -203,3 +215,23 @@ def _with_id(request: GenerationRequest, response_id: str) -> GenerationRequest:
     import msgspec
 
     return msgspec.structs.replace(request, request_id=response_id)
+
+
+def output_constraint(conversation: Conversation, tool_format: str | None) -> OutputConstraint | None:
+    """What the engine should constrain decoding to: ``text.format`` JSON, or a required / named tool call
+    (only in the Hermes format, the one the embedded engine's grammars write)."""
+    fmt = conversation.text_format
+    if fmt is not None and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
+        return OutputConstraint(json_schema=json.dumps(fmt["schema"]), name=str(fmt.get("name") or "output"))
+    if fmt is not None and fmt.get("type") == "json_object":
+        return OutputConstraint(json_schema='{"type": "object"}')
+    choice = conversation.tool_choice
+    if choice in ("auto", "none") or tool_format != "hermes":
+        return None
+    tools = [t for t in conversation.tools if choice == "required" or t.name == choice]
+    if not tools:
+        return None
+    return OutputConstraint(
+        tools=tuple(ToolSchema(name=t.name, parameters=json.dumps(t.parameters or {})) for t in tools),
+        tool_format=tool_format,
+    )

@@ -31,6 +31,29 @@ class RequestHints(msgspec.Struct, frozen=True, kw_only=True):
     tool_names: tuple[str, ...] = ()
 
 
+class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    #: JSON text of the arguments' schema (``{}``: any object).
+    parameters: str = "{}"
+
+
+class OutputConstraint(msgspec.Struct, frozen=True, kw_only=True):
+    """What the output must be, for engines that constrain decoding (SPEC P9, ``text.format``).
+
+    ``json_schema``: the whole output is one JSON value valid against this schema (JSON text).
+    ``tools``: the output is one call of one of these tools, written in ``tool_format`` (the model
+    profile's tool-call syntax; "hermes": ``<tool_call>`` JSON ``</tool_call>``). At most one of the two.
+    Remote engines pass ``json_schema`` on as ``response_format`` / ``guided_json`` where the upstream
+    takes it.
+    """
+
+    json_schema: str | None = None
+    #: The schema's name (``text.format.name``), for upstreams whose ``response_format`` wants one.
+    name: str = "output"
+    tools: tuple[ToolSchema, ...] = ()
+    tool_format: str = "hermes"
+
+
 class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     #: The rendered prompt text (chat template applied).
     prompt: str
@@ -43,6 +66,8 @@ class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     cache_key: str | None = None
     #: Constrain decoding to a tool call, where the engine can (``tool_choice`` required / named).
     required_tool: str | None = None
+    #: Constrained decoding; None: free text.
+    constraint: OutputConstraint | None = None
     hints: RequestHints = RequestHints()
     request_id: str = ""
 

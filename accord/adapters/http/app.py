@@ -30,11 +30,21 @@ Route = tuple[str, re.Pattern[str], Handler]
 RouteSpec = tuple[str, str, Handler]
 Lifespan = Callable[[], AbstractAsyncContextManager[None]]
 
-_OPEN_PATHS = frozenset({"/health", "/version"})
+_OPEN_PATHS = frozenset({"/health", "/ready", "/version"})
 
 
 async def _health(ctx: Context, ex: Exchange) -> None:
     await ex.json(200, {"status": "draining" if ctx.runner.lifecycle.draining else "ok"})
+
+
+async def _ready(ctx: Context, ex: Exchange) -> None:
+    """Readiness, unlike /health's liveness: 503 while draining or while no upstream can serve."""
+    readiness = getattr(ctx.service.engine, "readiness", None)
+    report = await readiness() if readiness is not None else {"ready": True}
+    ready = bool(report.get("ready")) and not ctx.runner.lifecycle.draining
+    await ex.json(
+        200 if ready else 503, {**report, "ready": ready, "status": "ready" if ready else "not_ready"}
+    )
 
 
 async def _version(ctx: Context, ex: Exchange) -> None:
@@ -81,6 +91,7 @@ class AccordApp:
         builtin: list[RouteSpec] = [
             ("GET", r"/v1/models", _models),
             ("GET", r"/health", _health),
+            ("GET", r"/ready", _ready),
             ("GET", r"/version", _version),
             ("GET", r"/metrics", _metrics),
             ("GET", r"/openapi\.json", self._openapi),

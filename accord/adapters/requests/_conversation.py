@@ -78,6 +78,11 @@ class Conversation(msgspec.Struct, frozen=True, kw_only=True):
     max_output_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    #: The client's own stop strings (Chat ``stop``, Messages ``stop_sequences``), added to the
+    #: model profile's.
+    stop: tuple[str, ...] = ()
     #: The request's own input items as explicit typed Responses items (for storing and
     #: ``GET .../input_items``); history items are not repeated here.
     input_items: list[dict[str, Any]] = msgspec.field(default_factory=list)
