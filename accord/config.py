@@ -54,7 +54,10 @@ class Settings(BaseSettings):
     secret_key: str | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
     store: str | None = None
-    store_ttl: float | None = None
+    #: Seconds a stored response is kept (0: for ever); 30 days, as the OpenAI API keeps them.
+    store_ttl: float | None = 30 * 24 * 3600.0
+    #: Stored bytes past which the oldest finished responses are evicted (0: no cap).
+    store_max_bytes: int | None = 1 << 30
     trace_dir: Path | None = None
     trace_redact: bool = False
     web_search: Literal["refuse", "drop"] = "refuse"
@@ -63,6 +66,25 @@ class Settings(BaseSettings):
     max_input_items: int = 10_000
     max_tools: int = 512
     max_string_chars: int = 8 * 1024 * 1024
+    max_content_parts: int = 20_000
+    max_schema_bytes: int = 256 * 1024
+    max_json_depth: int = 64
+    #: Bodies above this size are decoded in a worker process, off the event loop.
+    inline_decode_bytes: int = 256 * 1024
+    decode_timeout: float = 10.0
+    decode_workers: int = 2
+    #: Generation requests running at once (None: twice the engine's batch, or 64).
+    max_active_requests: int | None = None
+    #: Requests waiting for a place (None: as many as may run).
+    max_waiting_requests: int | None = None
+    queue_timeout: float = 10.0
+    retry_after: float = 2.0
+    #: Names accepted in the Host header (empty: the loopback names and --host; ``*``: any).
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    #: Seconds a request body may take to arrive (a slow body is cut off with 408).
+    body_timeout: float = 30.0
+    #: Seconds one write may wait on a client that does not read before its stream is given up.
+    write_timeout: float = 30.0
     shutdown_grace: float = 30.0
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -76,6 +98,7 @@ class Settings(BaseSettings):
         "prefill_upstream",
         "decode_upstream",
         "served_model_name",
+        "allowed_hosts",
         "allowed_origins",
         mode="before",
     )

@@ -6,6 +6,7 @@ checks it)::
     AccordError
     ├── RequestError            the client's fault: an HTTP status, the JSON path, a code
     │   ├── NotFound            404: a stored response or route that does not exist
+    │   ├── Overloaded          429 (503 while draining) with Retry-After: admission control (adapters/http)
     │   └── TemplateRaised      the chat template refused the conversation (adapters/templates)
     ├── GenerationError         the engine or the model failed (code: engine_error, upstream_error, ...)
     │   ├── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
@@ -61,6 +62,19 @@ class RequestError(AccordError):
         self.status = status
         self.code = code
         self.type = type
+        #: Extra response headers the edge sends with this error (``Allow``, ``Retry-After``, ...).
+        self.headers: tuple[tuple[str, str], ...] = ()
+
+
+class Overloaded(RequestError):
+    """429 (503 while draining): too many requests running and waiting; retry after a while."""
+
+    def __init__(
+        self, message: str, *, retry_after: int, status: int = 429, code: str = "server_overloaded"
+    ) -> None:
+        super().__init__(message, status=status, code=code, type="server_error")
+        self.retry_after = retry_after
+        self.headers = (("retry-after", str(retry_after)),)
 
 
 class NotFound(RequestError):

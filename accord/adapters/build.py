@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from accord.adapters.conversations import ConversationTurns
+from accord.adapters.http.admission import Admission, default_max_active
 from accord.adapters.http.app import AccordApp, Lifespan, RouteSpec
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.compact import compact, input_tokens
@@ -23,7 +24,9 @@ from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
 from accord.adapters.http.conversations import ConversationRoutes
 from accord.adapters.http.cors import Cors
+from accord.adapters.http.offload import Decoder
 from accord.adapters.http.responses import create_response
+from accord.adapters.http.safety import RequestGuard
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
 from accord.adapters.persistence import StoreWriter
@@ -298,7 +301,11 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     metrics = Metrics(statistics if callable(statistics) else None)
     hooks: list[RunHook] = []
     lifespans: list[Lifespan] = []
-    writer = StoreWriter(store, settings.store_ttl) if store is not None else None
+    writer = (
+        StoreWriter(store, settings.store_ttl, max_bytes=settings.store_max_bytes)
+        if store is not None
+        else None
+    )
     if writer is not None:
         hooks.append(writer)
         lifespans.append(writer.lifetime)
@@ -325,18 +332,31 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     if runs is not None:
         # Entered after the store's lifetime, so left before it: runs end before the store closes.
         lifespans.append(runs.lifetime)
+    limits = RequestLimits.from_settings(settings)
+    max_active = settings.max_active_requests or default_max_active(service.engine)
+    admission = Admission(
+        max_active,
+        settings.max_waiting_requests if settings.max_waiting_requests is not None else max_active,
+        queue_timeout=settings.queue_timeout,
+        retry_after=settings.retry_after,
+    )
     context = Context(
         service=service,
         runner=runner,
-        limits=RequestLimits(
-            max_input_items=settings.max_input_items,
-            max_tools=settings.max_tools,
-            max_string_chars=settings.max_string_chars,
-        ),
+        limits=limits,
         max_body_bytes=settings.max_body_bytes,
         model_names=model_lister(service.engine),
         store=store,
         background=runs,
+        decoder=Decoder(
+            limits,
+            inline_bytes=settings.inline_decode_bytes,
+            timeout=settings.decode_timeout,
+            workers=settings.decode_workers,
+        ),
+        admission=admission,
+        body_timeout=settings.body_timeout,
+        write_timeout=settings.write_timeout,
     )
     routes: list[RouteSpec] = [
         ("POST", r"/v1/responses", create_response),
@@ -348,8 +368,14 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
         routes += StoredRoutes(store, runs).routes()
         routes += ConversationRoutes(store, service.new_id).routes()
         log.info("store", kind=store.kind, ttl=runs.ttl)
+    guard = RequestGuard.for_server(
+        # The allowed origins are also what CORS answers to, where that is configured.
+        settings.host,
+        settings.allowed_hosts,
+        settings.allowed_origins,
+    )
     cors = Cors(settings.allowed_origins) if settings.allowed_origins else None
-    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans, cors=cors)
+    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans, cors=cors, guard=guard)
     return Assembly(settings, service, store, runner, recorder, app)
 
 

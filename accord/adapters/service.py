@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 import structlog
 
 from accord.adapters.requests import (
@@ -157,12 +159,10 @@ class Service:
 
     async def prepare(self, request: ResponsesRequest) -> Prepared:
         conversation, history = await self.conversation(request)
-        return Prepared(
-            request=request,
-            conversation=conversation,
-            run=self.build_run(request, conversation),
-            history=history,
-        )
+        # Rendering is Python work that grows with the conversation: in a thread, the event loop
+        # keeps its turns while a long history renders.
+        run = await anyio.to_thread.run_sync(self.build_run, request, conversation)
+        return Prepared(request=request, conversation=conversation, run=run, history=history)
 
     def build_run(self, request: ResponsesRequest, conversation: Conversation) -> ResponseRun:
         prompt = self.renderer.render(conversation)

@@ -142,6 +142,11 @@ class ResponseRun:
                                 send.send_nowait(batch)
                             except anyio.WouldBlock:
                                 await send.send(batch)
+            except anyio.BrokenResourceError:
+                # The consumer has left: the run was cancelled (the client went away) while this
+                # task was between two awaits, so its cancellation had not reached it yet. That
+                # is a stop, not a failure: nothing is appended and nobody is left to tell.
+                return
             except Exception as exc:  # the one place every failure becomes a terminal event
                 log.exception("response run failed", response_id=self.opened.response_id)
                 if not self.log.terminated:

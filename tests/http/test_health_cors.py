@@ -27,7 +27,7 @@ def _app(tmp: Path, **extra: Any) -> AccordApp:
 
 
 def _client(app: AccordApp) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")  # type: ignore[arg-type]
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")  # type: ignore[arg-type]
 
 
 async def test_health_and_ready_while_serving_and_draining(tmp_path: Path) -> None:
@@ -72,10 +72,10 @@ async def test_cors_preflight_and_response_headers(tmp_path: Path) -> None:
     assert preflight.headers["access-control-allow-origin"] == "https://app.example"
     assert "POST" in preflight.headers["access-control-allow-methods"]
     assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
-    assert other.status_code == 405 and "access-control-allow-origin" not in other.headers
+    assert other.status_code == 403 and "access-control-allow-origin" not in other.headers
     assert allowed.headers["access-control-allow-origin"] == "https://b.example"
     assert allowed.headers["vary"] == "Origin"
-    assert refused.status_code == 200 and "access-control-allow-origin" not in refused.headers
+    assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
 
 
 async def test_cors_any_origin_and_none_configured(tmp_path: Path) -> None:
@@ -85,4 +85,4 @@ async def test_cors_any_origin_and_none_configured(tmp_path: Path) -> None:
     assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == "*"
     async with _client(_app(tmp_path)) as client:
         plain = await client.options("/health", headers=headers)
-    assert plain.status_code == 405
+    assert plain.status_code == 403

@@ -62,7 +62,7 @@ async def _raw(app: AccordApp, method: str, path: str) -> int:
         "path": path,
         "raw_path": path.encode("utf-8", "surrogateescape"),
         "query_string": b"",
-        "headers": [(b"host", b"test")],
+        "headers": [(b"host", b"localhost")],
         "client": ("127.0.0.1", 1),
         "server": ("test", 80),
     }
@@ -84,7 +84,7 @@ async def test_hostile_paths_leave_metrics_parseable_and_labels_bounded(tmp_path
         for method in ("GET", "POST", 'X"}'):
             assert 400 <= await _raw(app, method, path) < 500
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         families = await _scrape(client)
     routes = {s.labels["route"] for s in families["accord_requests"].samples}
     assert routes == {"unmatched"}
@@ -100,7 +100,7 @@ def test_any_path_keeps_metrics_parseable(tmp_path: Path, path: str) -> None:
 
     async def go() -> dict[str, Any]:
         transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await _raw(app, "GET", "/" + path)
             return await _scrape(client)
 
@@ -120,7 +120,7 @@ def test_any_path_keeps_metrics_parseable(tmp_path: Path, path: str) -> None:
 async def test_histograms_per_route_and_cause(tmp_path: Path) -> None:
     app = _app(tmp_path)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         for stream in (True, False):
             resp = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": stream})
             assert resp.status_code == 200

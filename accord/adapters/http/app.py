@@ -8,13 +8,17 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
+import anyio
+import sniffio
 import structlog
+from anyio.abc import TaskGroup
 
 import accord
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.cors import Cors
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
 from accord.adapters.http.health import health, ready
+from accord.adapters.http.safety import RequestGuard
 from accord.adapters.http.websocket import serve_websocket
 from accord.adapters.metrics import CONTENT_TYPE, Metrics
 from accord.adapters.runner import Lifecycle
@@ -74,10 +78,13 @@ class AccordApp:
         api_key: str | None = None,
         lifespans: Sequence[Lifespan] = (),
         cors: Cors | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
         self.context = context
         self.api_key = api_key
         self.cors = cors
+        #: Host and Origin checks (DNS rebinding, cross-site requests); None: none.
+        self.guard = guard
         #: Entered at startup and left at shutdown, in reverse order (pools, long-lived tasks).
         self.lifespans = tuple(lifespans)
         builtin: list[RouteSpec] = [
@@ -92,6 +99,7 @@ class AccordApp:
         self.routes: tuple[Route, ...] = tuple(
             (method, re.compile(pattern + r"/?"), handler) for method, pattern, handler in [*routes, *builtin]
         )
+        self._labels = {pattern.pattern: _route_label(pattern.pattern) for _, pattern, _ in self.routes}
 
     @property
     def service(self) -> Service:
@@ -140,34 +148,59 @@ class AccordApp:
                 await send({"type": "http.response.body", "body": b""})
                 return
             send = self.cors.wrap(scope, send)
-        began = time.perf_counter()
-        ex = Exchange(scope, receive, send)
-        try:
-            await self._serve(ex)
-        finally:
-            access_line(ex, began)
+        if sniffio.current_async_library() == "trio":
+            # hypercorn's trio writes cannot be cancelled: each runs in a task (see exchange.py).
+            async with anyio.create_task_group() as writes:
+                await self._serve(scope, receive, send, writes)
+        else:
+            await self._serve(scope, receive, send, None)
 
-    async def _serve(self, ex: Exchange) -> None:
-        # The metrics label: the name of the route that matched, never the raw path (SPEC H1).
-        route = route_name(ex.path, self.routes)
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, writes: TaskGroup | None) -> None:
+        ctx = self.context
+        ex = Exchange(
+            scope, receive, send, body_timeout=ctx.body_timeout, write_budget=ctx.write_budget, writes=writes
+        )
+        started = time.perf_counter()
+        cause = "ok"
         try:
+            if self.guard is not None:
+                self.guard.check(ex.headers)
             if not self._authorised(ex):
-                raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")
+                refused = RequestError("invalid or missing API key", status=401, code="invalid_api_key")
+                refused.headers = (("www-authenticate", 'Bearer realm="accord"'),)
+                raise refused
             handler, match = self._route(ex)
             ex.match = match
             await handler(self.context, ex)
         except RequestError as exc:
+            cause = "rejected"
             if not ex.started:
                 await ex.error(exc)
-            self.metrics.request(route, exc.status, "rejected")
+            # Metrics are labelled by the matched route only: a path is the client's to choose,
+            # and would be a label (and a series) of the client's choosing.
+            self.metrics.request(ex.route or UNMATCHED, exc.status, "rejected")
         except Exception as exc:
-            log.exception("unhandled error", path=ex.path)
+            cause = "internal_error"
+            log.exception("unhandled error", route=ex.route)
             if not ex.started:
                 await ex.json(
                     500,
                     error_body(type(exc).__name__, type="server_error", param=None, code="internal_error"),
                 )
-            self.metrics.request(route, 500, "internal_error")
+            self.metrics.request(ex.route or UNMATCHED, 500, "internal_error")
+        finally:
+            if not ex.driven:
+                # Runs log their own line (the run driver's); every other request logs this one.
+                access.info(
+                    "request",
+                    method=ex.method[:16],
+                    route=ex.route,
+                    # Non-printable characters would let a path forge lines in a terminal log.
+                    path=_printable(ex.path[:200]),
+                    status=ex.status,
+                    cause=cause,
+                    duration_s=round(time.perf_counter() - started, 4),
+                )
 
     def _route(self, ex: Exchange) -> tuple[Handler, re.Match[str]]:
         allowed: list[str] = []
@@ -175,13 +208,16 @@ class AccordApp:
             match = pattern.fullmatch(ex.path)
             if match is None:
                 continue
+            ex.route = self._labels[pattern.pattern]
             if method == ex.method:
                 return handler, match
             allowed.append(method)
         if allowed:
-            raise RequestError(
+            refused = RequestError(
                 f"method {ex.method} not allowed on {ex.path}", status=405, code="method_not_allowed"
             )
+            refused.headers = (("allow", ", ".join(sorted(set(allowed)))),)
+            raise refused
         raise NotFound(f"no route for {ex.method} {ex.path}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -202,29 +238,17 @@ class AccordApp:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def access_line(ex: Exchange, began: float) -> None:
-    """One log line per request, rejected ones included (SPEC H2)."""
-    path = ex.path if len(ex.path) <= 200 else ex.path[:200] + "…"
-    access.info(
-        "request",
-        method=ex.method[:16],
-        # Non-printable characters would let a path forge lines in a terminal log.
-        path=path if path.isprintable() else ascii(path),
-        status=ex.status,
-        ms=round((time.perf_counter() - began) * 1000, 1),
-    )
-
-
 #: The metrics label of a request no route matched.
 UNMATCHED = "unmatched"
 
 
-def route_name(path: str, routes: Sequence[Route]) -> str:
-    """The label of the first route whose pattern matches ``path``: its pattern's first segment
-    after ``/v1/`` (``responses``, ``models``) or its whole name (``health``); a bounded set."""
-    for _, pattern, _ in routes:
-        if pattern.fullmatch(path):
-            text = pattern.pattern.removesuffix("/?").replace("\\", "")
-            parts = text.strip("/").split("/")
-            return parts[1] if parts[0] == "v1" and len(parts) > 1 else parts[0]
-    return UNMATCHED
+def _route_label(pattern: str) -> str:
+    """The metrics label of a route: its first fixed path segment after ``/v1/`` (``responses``)."""
+    parts = [p for p in pattern.removesuffix("/?").split("/") if p]
+    if parts and parts[0] == "v1" and len(parts) > 1:
+        parts = parts[1:]
+    return re.sub(r"[^a-z0-9_]", "", parts[0].replace("\\.", "_")) if parts else "root"
+
+
+def _printable(path: str) -> str:
+    return path if path.isprintable() else ascii(path)

@@ -18,7 +18,7 @@ import msgspec
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.framing import client_gone, failure_status
-from accord.adapters.requests import ChatMessage, TextPart
+from accord.adapters.requests import ChatMessage, ResponsesRequest, TextPart
 from accord.adapters.runner import Collected
 from accord.adapters.service import Prepared
 from accord.errors import RequestError
@@ -65,6 +65,15 @@ def _user_messages(items: list[dict[str, Any]], new_id: Callable[[str], str]) ->
 
 async def compact(ctx: Context, ex: Exchange) -> None:
     request = await ctx.read_request(ex)
+    ticket = await ctx.admit()
+    try:
+        await _compact(ctx, ex, request)
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+async def _compact(ctx: Context, ex: Exchange, request: ResponsesRequest) -> None:
     if not request.model:
         raise RequestError("model is required to compact a conversation", param="model")
     service = ctx.service

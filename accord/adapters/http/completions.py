@@ -77,7 +77,7 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
 _decode = msgspec.json.Decoder(CompletionRequest)
 
 
-def _request(raw: bytes) -> CompletionRequest:
+def _request(raw: bytes | bytearray) -> CompletionRequest:
     try:
         request = _decode.decode(raw)
     except msgspec.ValidationError as exc:
@@ -85,6 +85,8 @@ def _request(raw: bytes) -> CompletionRequest:
         raise RequestError(f"invalid request: {exc}", param=path) from None
     except msgspec.DecodeError as exc:
         raise RequestError(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError("request body is nested too deeply", code="invalid_json") from None
     for name, bad, why in (
         ("n", request.n != 1, "only n=1 is supported"),
         ("echo", request.echo, "echo is not supported"),
@@ -158,7 +160,15 @@ def _error_of(failure: EngineFailed) -> tuple[int, dict[str, Any]]:
 
 async def create_completion(ctx: Context, ex: Exchange) -> None:
     request = _request(await ex.read_body(ctx.max_body_bytes))
-    ctx.refuse_if_draining()
+    ticket = await ctx.admit()
+    try:
+        await _complete(ctx, ex, request)
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+async def _complete(ctx: Context, ex: Exchange, request: CompletionRequest) -> None:
     engine = ctx.service.engine
     tokenizer: _Tokenizer | None = getattr(engine, "tokenizer", None)
     text, ids = _prompt(request, tokenizer)

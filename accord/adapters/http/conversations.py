@@ -42,7 +42,7 @@ class _Add(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     items: list[Any]
 
 
-def _decode(raw: bytes, kind: type[Any]) -> Any:
+def _decode(raw: bytes | bytearray, kind: type[Any]) -> Any:
     try:
         return msgspec.json.decode(raw or b"{}", type=kind)
     except msgspec.ValidationError as exc:

@@ -16,8 +16,9 @@ from ._conversation import (
     TextPart,
     ToolCallRef,
 )
-from ._decode import RequestLimits, decode_request
+from ._decode import decode_request
 from ._echo import response_echo
+from ._limits import RequestLimits
 from ._messages import decode_count_tokens_request, decode_messages_request, normalize_messages
 from ._messages_wire import CountTokensRequest, MessagesRequest
 from ._normalize import NormalizeOptions, convert_item, explicit_item, normalize, referenced_ids

@@ -128,6 +128,10 @@ class ResponseStore(Protocol):
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool: ...
 
+    async def evict(self, max_bytes: int) -> int:
+        """Delete the oldest finished responses until the stored bytes are within ``max_bytes``."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

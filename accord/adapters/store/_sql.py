@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from accord.adapters.store._conversations import CONVERSATION_MIGRATION, ConversationQueries
+from accord.adapters.store._eviction import evict_oldest
 from accord.adapters.store._protocol import ChainBroken, Cursor, History, Order, Page, UnknownCursor
 from accord.adapters.store._records import (
     ResponseRecord,
@@ -29,6 +30,7 @@ from accord.adapters.store._records import (
     decode_seqs,
     encode_seqs,
 )
+from accord.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -139,6 +141,12 @@ class SqlStore(ConversationQueries, abc.ABC):
         cur.execute("SELECT version FROM accord_schema")
         row = cur.fetchone()
         version = int(row[0]) if row is not None else 0
+        if version > len(MIGRATIONS):
+            # A newer accord wrote this database; this code would misread what it added.
+            raise ConfigError(
+                f"the store's schema is at version {version}, newer than this accord knows "
+                f"({len(MIGRATIONS)}); run a newer accord or point --store elsewhere"
+            )
         if row is None:
             cur.execute(self.q("INSERT INTO accord_schema (version) VALUES (?)"), (0,))
         for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
@@ -323,6 +331,10 @@ class SqlStore(ConversationQueries, abc.ABC):
             return removed
 
         return await self._call(run)
+
+    async def evict(self, max_bytes: int) -> int:
+        """Delete the oldest finished responses until the stored bytes are within ``max_bytes``."""
+        return await self._call(lambda: evict_oldest(self, max_bytes))
 
     async def aclose(self) -> None:
         await self._call(self.close)
