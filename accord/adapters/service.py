@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import structlog
 
+from accord.adapters.conversations import conversation_ref
 from accord.adapters.requests import (
     Conversation,
     NormalizeOptions,
@@ -36,7 +37,7 @@ from accord.engine.protocol import (
     Sampling,
     ToolSchema,
 )
-from accord.errors import RequestError
+from accord.errors import NotFound, RequestError
 from accord.events.response import Opened
 from accord.pipeline.items import ItemTracker
 from accord.pipeline.parse import ParseStage
@@ -89,12 +90,15 @@ class Service:
         a ``store: false`` follow-up still reads the prior context.
         """
         previous = request.previous_response_id
-        if not previous:
-            return ()
-        if request.conversation is not None:
+        conversation_id = conversation_ref(request.conversation)
+        if conversation_id is not None and previous:
             raise RequestError(
                 "'previous_response_id' cannot be combined with 'conversation'.", param="previous_response_id"
             )
+        if conversation_id is not None:
+            return await self.conversation_history(conversation_id)
+        if not previous:
+            return ()
         if self.store is None:
             raise RequestError(
                 "previous_response_id needs a response store; this server runs without one",
@@ -122,6 +126,17 @@ class Service:
                 param="previous_response_id",
             )
         return found.items
+
+    async def conversation_history(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The items of the conversation a request names, oldest first (a 404 if there is none)."""
+        if self.store is None:
+            raise RequestError(
+                "conversation needs a response store; this server runs without one", param="conversation"
+            )
+        items = await self.store.conversation_context(conversation_id)
+        if items is None:
+            raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation")
+        return items
 
     async def references(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Stored items an ``item_reference`` names (none without a store)."""
@@ -190,7 +205,9 @@ class Service:
             response_id=response_id,
             created_at=int(time.time()),
             model=request.model or self.engine.model_name,
-            echo=response_echo(request),
+            echo=_echo(request),
+            reasoning_summary=request.reasoning is not None
+            and (request.reasoning.summary or request.reasoning.generate_summary) is not None,
         )
         tool_parser = (
             NoTools()
@@ -221,6 +238,15 @@ class Service:
             keepalive_interval=self.keepalive_interval,
             observers=self.observers(),
         )
+
+
+def _echo(request: ResponsesRequest) -> dict[str, Any]:
+    echo = response_echo(request)
+    conversation_id = conversation_ref(request.conversation)
+    if conversation_id is not None:
+        # The response names the conversation it belongs to, as OpenAI's does.
+        echo["conversation"] = {"id": conversation_id}
+    return echo
 
 
 def _with_id(request: GenerationRequest, response_id: str) -> GenerationRequest:

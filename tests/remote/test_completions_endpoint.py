@@ -157,6 +157,7 @@ def outer(inner: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
     settings = Settings(
         engine="remote",
         upstream=[inner.base_url],
+        chat_template="plain",
         data_dir=tmp_path_factory.mktemp("outer"),
         reasoning_parser="none",
         tool_parser="none",

@@ -12,6 +12,7 @@ import structlog
 import accord
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.websocket import serve_websocket
 from accord.adapters.metrics import Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
@@ -24,11 +25,21 @@ Route = tuple[str, re.Pattern[str], Handler]
 RouteSpec = tuple[str, str, Handler]
 Lifespan = Callable[[], AbstractAsyncContextManager[None]]
 
-_OPEN_PATHS = frozenset({"/health", "/version"})
+_OPEN_PATHS = frozenset({"/health", "/ready", "/version"})
 
 
 async def _health(ctx: Context, ex: Exchange) -> None:
     await ex.json(200, {"status": "draining" if ctx.runner.lifecycle.draining else "ok"})
+
+
+async def _ready(ctx: Context, ex: Exchange) -> None:
+    """Readiness, unlike /health's liveness: 503 while draining or while no upstream can serve."""
+    readiness = getattr(ctx.service.engine, "readiness", None)
+    report = await readiness() if readiness is not None else {"ready": True}
+    ready = bool(report.get("ready")) and not ctx.runner.lifecycle.draining
+    await ex.json(
+        200 if ready else 503, {**report, "ready": ready, "status": "ready" if ready else "not_ready"}
+    )
 
 
 async def _version(ctx: Context, ex: Exchange) -> None:
@@ -48,6 +59,14 @@ async def _models(ctx: Context, ex: Exchange) -> None:
             "data": [{"id": n, "object": "model", "created": 0, "owned_by": "accord"} for n in names],
         },
     )
+
+
+async def _model(ctx: Context, ex: Exchange) -> None:
+    assert ex.match is not None
+    name = ex.match["id"]
+    if name not in await ctx.model_names():
+        raise NotFound(f"no model {name!r}", param="model")
+    await ex.json(200, {"id": name, "object": "model", "created": 0, "owned_by": "accord"})
 
 
 class AccordApp:
@@ -71,7 +90,9 @@ class AccordApp:
         self.lifespans = tuple(lifespans)
         builtin: list[RouteSpec] = [
             ("GET", r"/v1/models", _models),
+            ("GET", r"/v1/models/(?P<id>.+?)", _model),
             ("GET", r"/health", _health),
+            ("GET", r"/ready", _ready),
             ("GET", r"/version", _version),
             ("GET", r"/metrics", _metrics),
             ("GET", r"/openapi\.json", self._openapi),
@@ -114,6 +135,10 @@ class AccordApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+            return
+        if scope["type"] == "websocket":
+            ws = Exchange(scope, receive, send)
+            await serve_websocket(self.context, scope, receive, send, authorised=self._authorised(ws))
             return
         if scope["type"] != "http":
             return

@@ -7,6 +7,7 @@ transport; the routes that read the store live in :mod:`accord.adapters.http`.
 
 from accord.errors import StoreError
 
+from ._conversations import ConversationItem, ConversationRecord, DuplicateItem, ItemPage, NewItem
 from ._postgres import PostgresStore
 from ._protocol import ChainBroken, History, Page, ResponseStore, UnknownCursor
 from ._records import ResponseRecord, StoredItem, conversation_items, make_record, page_item
@@ -15,7 +16,12 @@ from ._sqlite import SQLiteStore
 
 __all__ = [
     "ChainBroken",
+    "ConversationItem",
+    "ConversationRecord",
+    "DuplicateItem",
     "History",
+    "ItemPage",
+    "NewItem",
     "Page",
     "PostgresStore",
     "ResponseRecord",

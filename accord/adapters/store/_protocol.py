@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
 from accord.adapters.store._records import ResponseRecord, StoredItem
 from accord.errors import StoreError
+
+if TYPE_CHECKING:
+    from accord.adapters.store._conversations import ConversationItem, ConversationRecord, ItemPage, NewItem
 
 Order = Literal["asc", "desc"]
 
@@ -87,5 +90,38 @@ class ResponseStore(Protocol):
     async def sweep(self, now: float) -> int:
         """Remove expired responses no stored response continues from; returns how many."""
         ...
+
+    # -- conversations (``_conversations``): a turn's items are appended atomically, in
+    # one contiguous run, so concurrent appenders never interleave two turns.
+    async def create_conversation(
+        self,
+        conversation_id: str,
+        *,
+        created_at: int,
+        metadata: dict[str, str],
+        items: Sequence[NewItem] = (),
+    ) -> ConversationRecord: ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None: ...
+
+    async def update_conversation(
+        self, conversation_id: str, *, metadata: dict[str, str]
+    ) -> ConversationRecord | None: ...
+
+    async def delete_conversation(self, conversation_id: str) -> bool: ...
+
+    async def append_conversation_items(
+        self, conversation_id: str, items: Sequence[NewItem]
+    ) -> list[ConversationItem] | None: ...
+
+    async def conversation_items(
+        self, conversation_id: str, *, after: str | None = None, limit: int = 20, order: Order = "desc"
+    ) -> ItemPage | None: ...
+
+    async def conversation_context(self, conversation_id: str) -> list[dict[str, Any]] | None: ...
+
+    async def conversation_item(self, conversation_id: str, item_id: str) -> ConversationItem | None: ...
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool: ...
 
     async def aclose(self) -> None: ...

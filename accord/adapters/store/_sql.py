@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio.to_thread
 
+from accord.adapters.store._conversations import CONVERSATION_MIGRATION, ConversationQueries
 from accord.adapters.store._protocol import ChainBroken, History, Order, Page, UnknownCursor
 from accord.adapters.store._records import (
     ResponseRecord,
@@ -59,6 +60,7 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX accord_items_item_id ON accord_items (item_id)",
     ],
+    CONVERSATION_MIGRATION,
 ]
 
 _COLUMNS = (
@@ -120,8 +122,10 @@ def _record(row: Sequence[Any]) -> ResponseRecord:
     )
 
 
-class SqlStore(abc.ABC):
-    """Every query of the response store; a dialect supplies connections and placeholders."""
+class SqlStore(ConversationQueries, abc.ABC):
+    """Every query of the response store; a dialect supplies connections and placeholders.
+
+    The conversation queries live in :mod:`._conversations`."""
 
     kind = "sql"
     placeholder = "?"
