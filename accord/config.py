@@ -65,9 +65,20 @@ class Settings(BaseSettings):
     max_string_chars: int = 8 * 1024 * 1024
     shutdown_grace: float = 30.0
     log_format: Literal["auto", "json", "console"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_prompts: bool = False
+    allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
 
-    @field_validator("upstream", "prefill_upstream", "decode_upstream", "served_model_name", mode="before")
+    @field_validator(
+        "upstream",
+        "prefill_upstream",
+        "decode_upstream",
+        "served_model_name",
+        "allowed_origins",
+        mode="before",
+    )
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
         """``ACCORD_UPSTREAM=http://a:8000,http://b:8000``; repeated flags may also hold commas."""

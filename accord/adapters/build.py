@@ -22,6 +22,7 @@ from accord.adapters.http.compact import compact, input_tokens
 from accord.adapters.http.completions import create_completion, model_lister
 from accord.adapters.http.context import Context
 from accord.adapters.http.conversations import ConversationRoutes
+from accord.adapters.http.cors import Cors
 from accord.adapters.http.responses import create_response
 from accord.adapters.http.stored import StoredRoutes
 from accord.adapters.metrics import Metrics
@@ -29,12 +30,12 @@ from accord.adapters.persistence import StoreWriter
 from accord.adapters.requests import RequestLimits, Sealer, referenced_ids
 from accord.adapters.runner import Lifecycle, RunHook, Runner
 from accord.adapters.service import Prepared, Service
-from accord.adapters.store import PostgresStore, ResponseStore, SQLiteStore
+from accord.adapters.store import ResponseStore, SQLiteStore
 from accord.adapters.templates import PromptRenderer, load_template_files, resolve_profile
 from accord.adapters.traces import TraceRecorder
 from accord.config import Settings
 from accord.engine.protocol import Engine
-from accord.errors import ConfigError
+from accord.errors import ConfigError, require_extra
 from accord.events.trace import TraceOptions
 from accord.pipeline.reasoning import reasoning_parser
 from accord.pipeline.run import RunObserver
@@ -91,6 +92,8 @@ def build_engine(settings: Settings) -> Engine:
             max_context=settings.max_context,
         )
     if kind == "local":
+        for module in ("torch", "numpy", "gguf"):
+            require_extra("the embedded engine (--engine local)", "local", module)
         from accord.engine.local import LocalEngine
 
         engine: Engine = LocalEngine.load(
@@ -191,6 +194,9 @@ def open_store(settings: Settings) -> ResponseStore | None:
             raise ConfigError("--store sqlite:///PATH needs a path")
         return SQLiteStore(Path(path))
     if url.startswith(("postgresql://", "postgres://")):
+        require_extra("the PostgreSQL store", "postgres", "psycopg_pool")
+        from accord.adapters.store import PostgresStore
+
         return PostgresStore(url)
     raise ConfigError(f"--store must be sqlite:///PATH, postgresql://... or none, not {url!r}")
 
@@ -287,7 +293,8 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     service = build_service(
         settings, engine, store=store, observers=(lambda: [TraceRecorder.observer()]) if tracing else list
     )
-    metrics = Metrics()
+    statistics = getattr(service.engine, "statistics", None)
+    metrics = Metrics(statistics if callable(statistics) else None)
     hooks: list[RunHook] = []
     lifespans: list[Lifespan] = []
     writer = StoreWriter(store, settings.store_ttl) if store is not None else None
@@ -340,7 +347,8 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
         routes += StoredRoutes(store, runs).routes()
         routes += ConversationRoutes(store, service.new_id).routes()
         log.info("store", kind=store.kind, ttl=runs.ttl)
-    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans)
+    cors = Cors(settings.allowed_origins) if settings.allowed_origins else None
+    app = AccordApp(context, routes, api_key=settings.api_key, lifespans=lifespans, cors=cors)
     return Assembly(settings, service, store, runner, recorder, app)
 
 

@@ -18,31 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from accord.adapters.requests import convert_item, explicit_item
+from accord.adapters.requests import conversation_ref, convert_item, explicit_item
 from accord.adapters.store import DuplicateItem, NewItem, ResponseStore
-from accord.errors import RequestError
 from accord.events.wire import EventLog
 
 if TYPE_CHECKING:
-    # The service reads conversation_ref; these two import the service.
+    # Only for annotations: the run hook receives these objects, it never builds them.
     from accord.adapters.runner import Outcome
     from accord.adapters.service import Prepared
 
 #: Statuses whose turn is appended to the conversation.
 _APPENDED = ("completed", "incomplete")
-
-
-def conversation_ref(value: str | dict[str, Any] | None) -> str | None:
-    """The conversation id a request's ``conversation`` field names, or a 400 naming it."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        value = value.get("id")
-        if not isinstance(value, str):
-            raise RequestError("'conversation.id' must be a string.", param="conversation.id")
-    if not value:
-        raise RequestError("'conversation' must name a conversation id.", param="conversation")
-    return value
 
 
 def item_id(item: dict[str, Any]) -> str:

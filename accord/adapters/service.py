@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 import structlog
 
-from accord.adapters.conversations import conversation_ref
 from accord.adapters.requests import (
     Conversation,
     NormalizeOptions,
     ResponsesRequest,
     Sealer,
+    conversation_ref,
     normalize,
     referenced_ids,
     response_echo,

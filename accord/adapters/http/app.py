@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import re
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
@@ -11,14 +12,17 @@ import structlog
 
 import accord
 from accord.adapters.http.context import Context, Handler
+from accord.adapters.http.cors import Cors
 from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_body
+from accord.adapters.http.health import health, ready
 from accord.adapters.http.websocket import serve_websocket
-from accord.adapters.metrics import Metrics
+from accord.adapters.metrics import CONTENT_TYPE, Metrics
 from accord.adapters.runner import Lifecycle
 from accord.adapters.service import Service
 from accord.errors import NotFound, RequestError
 
 log = structlog.get_logger("accord.http")
+access = structlog.get_logger("accord.access")
 
 Route = tuple[str, re.Pattern[str], Handler]
 #: A route as the composition root lists it: method, path pattern, handler.
@@ -28,26 +32,12 @@ Lifespan = Callable[[], AbstractAsyncContextManager[None]]
 _OPEN_PATHS = frozenset({"/health", "/ready", "/version"})
 
 
-async def _health(ctx: Context, ex: Exchange) -> None:
-    await ex.json(200, {"status": "draining" if ctx.runner.lifecycle.draining else "ok"})
-
-
-async def _ready(ctx: Context, ex: Exchange) -> None:
-    """Readiness, unlike /health's liveness: 503 while draining or while no upstream can serve."""
-    readiness = getattr(ctx.service.engine, "readiness", None)
-    report = await readiness() if readiness is not None else {"ready": True}
-    ready = bool(report.get("ready")) and not ctx.runner.lifecycle.draining
-    await ex.json(
-        200 if ready else 503, {**report, "ready": ready, "status": "ready" if ready else "not_ready"}
-    )
-
-
 async def _version(ctx: Context, ex: Exchange) -> None:
     await ex.json(200, {"version": accord.__version__})
 
 
 async def _metrics(ctx: Context, ex: Exchange) -> None:
-    await ex.raw(200, ctx.runner.metrics.render().encode(), b"text/plain; version=0.0.4")
+    await ex.raw(200, ctx.runner.metrics.render(), CONTENT_TYPE.encode())
 
 
 async def _models(ctx: Context, ex: Exchange) -> None:
@@ -83,16 +73,18 @@ class AccordApp:
         *,
         api_key: str | None = None,
         lifespans: Sequence[Lifespan] = (),
+        cors: Cors | None = None,
     ) -> None:
         self.context = context
         self.api_key = api_key
+        self.cors = cors
         #: Entered at startup and left at shutdown, in reverse order (pools, long-lived tasks).
         self.lifespans = tuple(lifespans)
         builtin: list[RouteSpec] = [
             ("GET", r"/v1/models", _models),
             ("GET", r"/v1/models/(?P<id>.+?)", _model),
-            ("GET", r"/health", _health),
-            ("GET", r"/ready", _ready),
+            ("GET", r"/health", health),
+            ("GET", r"/ready", ready),
             ("GET", r"/version", _version),
             ("GET", r"/metrics", _metrics),
             ("GET", r"/openapi\.json", self._openapi),
@@ -142,7 +134,22 @@ class AccordApp:
             return
         if scope["type"] != "http":
             return
+        if self.cors is not None:
+            if (preflight := self.cors.preflight(scope)) is not None:
+                await send({"type": "http.response.start", "status": 204, "headers": preflight})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            send = self.cors.wrap(scope, send)
+        began = time.perf_counter()
         ex = Exchange(scope, receive, send)
+        try:
+            await self._serve(ex)
+        finally:
+            access_line(ex, began)
+
+    async def _serve(self, ex: Exchange) -> None:
+        # The metrics label: the name of the route that matched, never the raw path (SPEC H1).
+        route = route_name(ex.path, self.routes)
         try:
             if not self._authorised(ex):
                 raise RequestError("invalid or missing API key", status=401, code="invalid_api_key")
@@ -152,7 +159,7 @@ class AccordApp:
         except RequestError as exc:
             if not ex.started:
                 await ex.error(exc)
-            self.metrics.request(_route_name(ex.path), exc.status, "rejected")
+            self.metrics.request(route, exc.status, "rejected")
         except Exception as exc:
             log.exception("unhandled error", path=ex.path)
             if not ex.started:
@@ -160,7 +167,7 @@ class AccordApp:
                     500,
                     error_body(type(exc).__name__, type="server_error", param=None, code="internal_error"),
                 )
-            self.metrics.request(_route_name(ex.path), 500, "internal_error")
+            self.metrics.request(route, 500, "internal_error")
 
     def _route(self, ex: Exchange) -> tuple[Handler, re.Match[str]]:
         allowed: list[str] = []
@@ -195,7 +202,29 @@ class AccordApp:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def _route_name(path: str) -> str:
-    return (
-        path.strip("/").split("/")[1] if path.startswith("/v1/") and path.count("/") >= 2 else path.strip("/")
+def access_line(ex: Exchange, began: float) -> None:
+    """One log line per request, rejected ones included (SPEC H2)."""
+    path = ex.path if len(ex.path) <= 200 else ex.path[:200] + "…"
+    access.info(
+        "request",
+        method=ex.method[:16],
+        # Non-printable characters would let a path forge lines in a terminal log.
+        path=path if path.isprintable() else ascii(path),
+        status=ex.status,
+        ms=round((time.perf_counter() - began) * 1000, 1),
     )
+
+
+#: The metrics label of a request no route matched.
+UNMATCHED = "unmatched"
+
+
+def route_name(path: str, routes: Sequence[Route]) -> str:
+    """The label of the first route whose pattern matches ``path``: its pattern's first segment
+    after ``/v1/`` (``responses``, ``models``) or its whole name (``health``); a bounded set."""
+    for _, pattern, _ in routes:
+        if pattern.fullmatch(path):
+            text = pattern.pattern.removesuffix("/?").replace("\\", "")
+            parts = text.strip("/").split("/")
+            return parts[1] if parts[0] == "v1" and len(parts) > 1 else parts[0]
+    return UNMATCHED

@@ -8,25 +8,54 @@ of body, and finally lets hypercorn close.
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import anyio
 import structlog
 from hypercorn.config import Config
 
 from accord.adapters.http.app import AccordApp
+from accord.errors import BindError
 
 log = structlog.get_logger("accord.serve")
 
 
-def hypercorn_config(host: str, port: int, *, grace: float) -> Config:
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says the server is up.
+
+    Raises :class:`BindError` (one line: the address and the reason) when the port is taken
+    or the address cannot be used.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=1024)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise BindError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def hypercorn_config(
+    host: str,
+    port: int,
+    *,
+    grace: float,
+    listener: socket.socket | None = None,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+) -> Config:
     config = Config()
-    config.bind = [f"{host}:{port}"]
+    # hypercorn takes over a socket given as fd://N; it is detached here so it is closed once.
+    config.bind = [f"fd://{listener.detach()}"] if listener is not None else [f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = grace + 5.0
     config.keep_alive_timeout = 75.0
+    if certfile is not None and keyfile is not None:
+        config.certfile, config.keyfile = str(certfile), str(keyfile)
     return config
 
 
@@ -56,11 +85,19 @@ async def serve_app(
     grace: float,
     shutdown: Callable[[], Awaitable[None]] | None = None,
     on_ready: Callable[[], None] | None = None,
+    listener: socket.socket | None = None,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
 ) -> None:
-    """Serve until a signal (or ``shutdown`` returns); runs in the current anyio backend."""
+    """Serve until a signal (or ``shutdown`` returns); runs in the current anyio backend.
+
+    ``listener``: a socket from :func:`listen` (else one is bound here); ``on_ready`` is called
+    once it is bound, so whatever it announces is true.
+    """
     import sniffio
 
-    config = hypercorn_config(host, port, grace=grace)
+    listener = listener if listener is not None else listen(host, port)
+    config = hypercorn_config(host, port, grace=grace, listener=listener, certfile=certfile, keyfile=keyfile)
     trigger = shutdown or _wait_signal
 
     async def shutdown_trigger() -> None:

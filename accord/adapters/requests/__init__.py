@@ -22,6 +22,7 @@ from ._messages import decode_count_tokens_request, decode_messages_request, nor
 from ._messages_wire import CountTokensRequest, MessagesRequest
 from ._normalize import NormalizeOptions, convert_item, explicit_item, normalize, referenced_ids
 from ._parts import IMAGE_PLACEHOLDER
+from ._refs import conversation_ref
 from ._tools import WEB_SEARCH_REFUSAL
 from ._wire import ResponsesRequest
 from .sealing import Sealer
@@ -43,6 +44,7 @@ __all__ = [
     "Sealer",
     "TextPart",
     "ToolCallRef",
+    "conversation_ref",
     "convert_item",
     "decode_chat_request",
     "decode_count_tokens_request",

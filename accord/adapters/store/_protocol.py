@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
-from accord.adapters.store._records import ResponseRecord, StoredItem
+from accord.adapters.store._records import (
+    ConversationItem,
+    ConversationRecord,
+    ItemPage,
+    NewItem,
+    ResponseRecord,
+    StoredItem,
+)
 from accord.errors import StoreError
-
-if TYPE_CHECKING:
-    from accord.adapters.store._conversations import ConversationItem, ConversationRecord, ItemPage, NewItem
 
 Order = Literal["asc", "desc"]
 
@@ -125,3 +129,18 @@ class ResponseStore(Protocol):
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool: ...
 
     async def aclose(self) -> None: ...
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the queries use (sqlite3 and psycopg both fit)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: Any, params: Any, /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...

@@ -16,12 +16,12 @@ import abc
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from accord.adapters.store._conversations import CONVERSATION_MIGRATION, ConversationQueries
-from accord.adapters.store._protocol import ChainBroken, History, Order, Page, UnknownCursor
+from accord.adapters.store._protocol import ChainBroken, Cursor, History, Order, Page, UnknownCursor
 from accord.adapters.store._records import (
     ResponseRecord,
     StoredItem,
@@ -90,21 +90,6 @@ _UNREFERENCED_EXPIRED = (
     "SELECT id FROM accord_responses WHERE expires_at < ? AND NOT EXISTS "
     "(SELECT 1 FROM accord_responses c WHERE c.previous_response_id = accord_responses.id)"
 )
-
-
-class Cursor(Protocol):
-    """The part of a DB-API cursor the queries use (sqlite3 and psycopg both fit)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
-
-    def executemany(self, sql: Any, params: Any, /) -> Any: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
 
 
 def _record(row: Sequence[Any]) -> ResponseRecord:

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from accord.adapters.store._sql import Cursor, SqlStore
+from accord.adapters.store._protocol import Cursor
+from accord.adapters.store._sql import SqlStore
 from accord.errors import StoreError
 
 BUSY_TIMEOUT_S = 30.0

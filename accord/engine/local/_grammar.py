@@ -32,6 +32,7 @@ import torch
 
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.protocol import OutputConstraint
+from accord.errors import GenerationError
 
 _COMPILE_CACHE = 64
 #: Digits after a number's first one, after its point, and in its exponent (see the module docstring).
@@ -44,7 +45,7 @@ _RULES = {
 }
 
 
-class ConstraintError(ValueError):
+class ConstraintError(GenerationError):
     """The request's schema or tool format cannot be compiled."""
 
 
