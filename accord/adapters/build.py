@@ -207,15 +207,14 @@ def open_store(settings: Settings) -> ResponseStore | None:
 # -- service -----------------------------------------------------------------------------
 def template_source(settings: Settings, engine: Engine) -> tuple[str | None, str, str]:
     """The chat template text (None: the plain built-in format) with its BOS and EOS strings."""
-    bos = str(getattr(engine, "bos_token", "") or "")
-    eos = str(getattr(engine, "eos_token", "") or "")
+    capabilities = engine.capabilities
+    bos, eos = capabilities.bos_token, capabilities.eos_token
     if settings.chat_template is not None and str(settings.chat_template) == PLAIN_TEMPLATE:
         return None, bos, eos
     if settings.chat_template is not None:
         files = load_template_files(Path(settings.chat_template))
         return files.template, files.bos_token or bos, files.eos_token or eos
-    source = getattr(engine, "chat_template", None)
-    return (str(source) if source else None), bos, eos
+    return capabilities.chat_template or None, bos, eos
 
 
 def build_service(

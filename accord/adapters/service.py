@@ -164,13 +164,25 @@ class Service:
         run = await anyio.to_thread.run_sync(self.build_run, request, conversation)
         return Prepared(request=request, conversation=conversation, run=run, history=history)
 
-    def build_run(self, request: ResponsesRequest, conversation: Conversation) -> ResponseRun:
-        prompt = self.renderer.render(conversation)
-        if conversation.tool_choice not in ("auto", "none"):
+    def warn_unenforced(self, conversation: Conversation, constraint: OutputConstraint | None) -> None:
+        """Say once where a request asks for a constraint this engine (or tool format) cannot apply."""
+        capabilities = self.engine.capabilities
+        if conversation.tool_choice not in ("auto", "none") and not (
+            constraint is not None and constraint.tools and capabilities.tool_calls
+        ):
             self.warn_once(
                 "tool_choice",
                 "tool_choice 'required' or a named tool is accepted but not enforced by this engine",
             )
+        if constraint is not None and constraint.json_schema is not None and not capabilities.json_schema:
+            self.warn_once(
+                "text.format", "text.format json_schema is accepted but not enforced by this engine"
+            )
+
+    def build_run(self, request: ResponsesRequest, conversation: Conversation) -> ResponseRun:
+        prompt = self.renderer.render(conversation)
+        constraint = output_constraint(conversation, self.profile.tool_parser)
+        self.warn_unenforced(conversation, constraint)
         generation = GenerationRequest(
             prompt=prompt,
             max_tokens=conversation.max_output_tokens,
@@ -180,7 +192,7 @@ class Service:
             required_tool=(
                 conversation.tool_choice if conversation.tool_choice not in ("auto", "none") else None
             ),
-            constraint=output_constraint(conversation, self.profile.tool_parser),
+            constraint=constraint,
             hints=RequestHints(
                 last_input=conversation.last_input,
                 last_item_type=conversation.last_item_type,

@@ -18,6 +18,7 @@ nothing under ``engine/`` reads configuration.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from functools import partial
@@ -28,7 +29,7 @@ import anyio.to_thread
 import structlog
 
 from accord.engine import tokens
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
@@ -80,6 +81,19 @@ class UpstreamEngine:
 
     def pools(self) -> list[UpstreamPool]:
         raise NotImplementedError
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        # A JSON schema goes upstream as ``response_format``; tool calls are not constrained there,
+        # since the upstream does not know the model profile's tool-call syntax.
+        return EngineCapabilities(
+            json_schema=True,
+            tokenizer=self.tokenizer,
+            chat_template=self.chat_template,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+            upstream_models=self.upstream_models,
+        )
 
     @property
     def model_name(self) -> str:
@@ -153,6 +167,13 @@ class UpstreamEngine:
                 body[name] = value
         if request.stop:
             body["stop"] = list(request.stop)
+        constraint = request.constraint
+        if constraint is not None and constraint.json_schema is not None:
+            # The OpenAI form, which vLLM, SGLang and llama-server take on /v1/completions too.
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": constraint.name, "schema": json.loads(constraint.json_schema)},
+            }
         return body
 
     def per_upstream(self, prompt_tokens: int | None, upstream: Upstream) -> dict[str, Any]:

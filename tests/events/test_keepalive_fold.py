@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accord.adapters.store import replay
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.events.generation import Chunk, Finished, GenerationOutput
 from accord.events.response import fold
 from accord.events.wire import ResponseInProgress, WireEvent
@@ -113,6 +113,10 @@ class KeepaliveGate:
     @property
     def model_name(self) -> str:
         return "m"
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities()
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         for chunk in self.chunks:

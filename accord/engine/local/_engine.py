@@ -25,7 +25,7 @@ from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.local._weights import build_weights, release_freed_memory
-from accord.engine.protocol import GenerationRequest, OutputConstraint
+from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels.sampling import SamplingRow
 
@@ -179,6 +179,17 @@ class LocalEngine:
     @property
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities(
+            json_schema=True,
+            tool_calls=True,
+            tokenizer=self._tokenizer,
+            chat_template=self._chat_template,
+            bos_token=self.bos_token or "",
+            eos_token=self.eos_token or "",
+        )
 
     @property
     def context_length(self) -> int:
