@@ -31,7 +31,7 @@ import anyio.lowlevel
 import msgspec
 
 from accord.engine import tokens
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.errors import ConfigError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 
@@ -110,6 +110,10 @@ class ScriptedEngine:
     @property
     def model_name(self) -> str:
         return self._model_name
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities()  # it plays what it was given: nothing to constrain or tokenise
 
     def choose(self, request: GenerationRequest) -> Rule:
         hints = request.hints

@@ -1,16 +1,19 @@
-"""Partial-marker hold-back, shared by every parser (protocol.md B13).
+"""Partial-marker hold-back, shared by every parser (docs/model-formats.md B13).
 
 When a chunk ends with text that could be the start of a marker (``"</th"`` of
 ``"</think>"``), that suffix must be held back until the next chunk decides it, and
 released unchanged when it turns out not to be a marker. :func:`split_safe` does the
 cut in O(len(longest marker)) per call, so a parser stays linear (SPEC P8).
 :class:`MarkerSet` does the same for a fixed marker set with less work per chunk, and
-:class:`MarkerFinder` finds markers in a long text (a whole output) without rescanning.
+:class:`MarkerFinder` (``_finder.py``, re-exported here) finds markers in a long text (a whole
+output) without rescanning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from accord.pipeline._finder import MarkerFinder
 
 
 def partial_suffix_len(text: str, markers: Iterable[str]) -> int:
@@ -91,25 +94,4 @@ class MarkerSet:
         return best
 
 
-class MarkerFinder:
-    """Earliest marker at or after a position in one text, for scans that only move forward.
-
-    Each marker's next occurrence is remembered until the scan passes it, so a long text
-    with many marker hits is searched O(n) in total rather than O(n) again per hit.
-    At equal positions the longest marker wins.
-    """
-
-    def __init__(self, text: str, markers: tuple[str, ...]) -> None:
-        self._text = text
-        self._markers = markers
-        self._next = [-2] * len(markers)
-
-    def find(self, start: int) -> tuple[int, str]:
-        best, found = -1, ""
-        for k, marker in enumerate(self._markers):
-            pos = self._next[k]
-            if pos != -1 and pos < start:
-                pos = self._next[k] = self._text.find(marker, start)
-            if pos >= 0 and (best < 0 or pos < best or (pos == best and len(marker) > len(found))):
-                best, found = pos, marker
-        return best, found
+__all__ = ["MarkerFinder", "MarkerSet", "find_first", "partial_suffix_len", "split_safe"]

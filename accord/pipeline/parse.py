@@ -33,6 +33,9 @@ class ParseStage:
     def __init__(self, splitter: ReasoningSplitter, tools: ToolCallParser) -> None:
         self._splitter = splitter
         self._tools = tools
+        # Bound once: the hot path calls them for every engine delta.
+        self._split = splitter.feed
+        self._parse_tools = tools.feed
         self._output_tokens = 0
         self._counted_chunks = 0
         self._reasoning_tokens = 0
@@ -43,11 +46,31 @@ class ParseStage:
     def feed(self, event: GenerationOutput) -> list[ParsedSegment | End]:
         if self._ended:
             raise ProtocolViolation("engine event after the end of generation")
+        # The hot path: one chunk per engine delta. The common shapes (the splitter gives one
+        # reasoning segment, or one answer segment for the tool parser) skip the general
+        # routing and counting loops; they give what those loops give.
+        if isinstance(event, Chunk):
+            split = self._split(event.text)
+            tokens = len(event.token_ids)
+            self._output_tokens += tokens
+            if len(split) == 1:
+                seg = split[0]
+                if type(seg) is Reasoning:
+                    if seg.text:
+                        self._last_was_reasoning = True
+                        self._reasoning_tokens += tokens + self._pending_tokens
+                        self._pending_tokens = 0
+                    else:
+                        self._pending_tokens += tokens
+                    return split  # type: ignore[return-value]
+                if type(seg) is Content and seg.phase is None:
+                    routed = self._parse_tools(seg.text)
+                    self._count_answer(tokens, routed)
+                    return routed  # type: ignore[return-value]
+            routed = self._route(split)
+            self._count(tokens, routed)
+            return routed  # type: ignore[return-value]
         match event:
-            case Chunk():
-                segments = self._route(self._splitter.feed(event.text))
-                self._count(event, segments)
-                return list(segments)
             case Finished() | EngineFailed():
                 self._ended = True
                 out: list[ParsedSegment | End] = list(self._route(self._splitter.finish()))
@@ -76,9 +99,16 @@ class ParseStage:
                 routed.append(seg)
         return routed
 
-    def _count(self, chunk: Chunk, segments: list[ParsedSegment]) -> None:
-        tokens = len(chunk.token_ids) if chunk.token_ids else 0
-        self._output_tokens += tokens
+    def _count_answer(self, tokens: int, routed: list[ParsedSegment]) -> None:
+        """``_count`` for segments that hold no reasoning (what the tool parser gives)."""
+        for seg in routed:
+            if type(seg) is not Content or seg.text:
+                self._last_was_reasoning = False
+                self._pending_tokens = 0
+                return
+        self._pending_tokens += tokens
+
+    def _count(self, tokens: int, segments: list[ParsedSegment]) -> None:
         reasoning = sum(len(s.text) for s in segments if isinstance(s, Reasoning))
         other = sum(
             len(s.text) if isinstance(s, Content) else 1 for s in segments if not isinstance(s, Reasoning)

@@ -42,7 +42,7 @@ async def _post(
     app: AccordApp, path: str, content: bytes, headers: dict[str, str] | None = None
 ) -> httpx.Response:
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         return await client.post(
             path, content=content, headers={"content-type": "application/json", **(headers or {})}
         )

@@ -17,7 +17,7 @@ def _document(tmp: Path) -> dict[str, Any]:
 
     async def get() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             return await client.get("/openapi.json")
 
     resp = anyio.run(get)

@@ -520,6 +520,14 @@ def mistral_rows() -> list[Row]:
         as_text("v11_name_with_spaces_is_text", '[TOOL_CALLS]get weather[ARGS]{"city": "Rome"}'),
         as_text("v11_no_name_is_text", '[TOOL_CALLS][ARGS]{"city": "Rome"}'),
         as_text("opener_mentioned_in_prose", "The [TOOL_CALLS] token starts a call."),
+        # Output that stops right after the marker shows no marker (issue 12, class 3).
+        Row(
+            "stops_right_after_marker",
+            "Let me check the weather.[TOOL_CALLS]",
+            [text("Let me check the weather.")],
+        ),
+        Row("stops_after_marker_and_whitespace", "Checking.[TOOL_CALLS] \n", [text("Checking. \n")]),
+        Row("marker_only", "[TOOL_CALLS]", []),
     ]
 
 
@@ -706,7 +714,19 @@ def kimi_rows() -> list[Row]:
             K_SB + w.one(C("launch_rocket"), 0) + time + K_SE,
             [text(K_SB + w.one(C("launch_rocket"), 0)), call("get_time", "{}", "functions.get_time:1")],
         ),
-        as_text("empty_section_is_text", K_SB + K_SE),
+        # Kimi-K2 writes empty sections: markup, dropped (issue 12, class 3).
+        Row("empty_section_is_dropped", K_SB + K_SE, []),
+        Row("empty_section_after_text_is_dropped", "Nothing." + K_SB + "\n" + K_SE, [text("Nothing.")]),
+        Row(
+            "empty_section_with_whitespace_dropped",
+            "Done." + K_SB + "\n \n" + K_SE,
+            [text("Done.")],
+        ),
+        Row(
+            "empty_singular_spelling_dropped",
+            "Ok.<|tool_call_section_begin|><|tool_call_section_end|> Bye.",
+            [text("Ok. Bye.")],
+        ),
         as_text(
             "id_with_newline_is_text", K_SB + K_CB + "functions.get\n_time:0" + K_ARG + "{}" + K_CE + K_SE
         ),
@@ -901,6 +921,24 @@ def harmony_reasoning_rows() -> list[dict[str, Any]]:
             "multibyte_text",
             f"{CHANNEL}analysis{MESSAGE}天气？{END}{START}assistant{CHANNEL}final{MESSAGE}晴天 ☀️{RETURN}",
             [reasoning("天气？"), text("晴天 ☀️")],
+        ),
+        # Only the end tokens of a message's own kind end it (issue 12, class 2).
+        row(
+            "analysis_mentions_call_token",
+            f"{CHANNEL}analysis{MESSAGE}A call ends with {CALL}, then the tool answers.{END}"
+            f"{START}assistant{CHANNEL}final{MESSAGE}Done.{RETURN}",
+            [reasoning(f"A call ends with {CALL}, then the tool answers."), text("Done.")],
+        ),
+        row(
+            "analysis_mentions_return_token",
+            f"{CHANNEL}analysis{MESSAGE}The answer ends with {RETURN}.{END}"
+            f"{START}assistant{CHANNEL}final{MESSAGE}ok{RETURN}",
+            [reasoning(f"The answer ends with {RETURN}."), text("ok")],
+        ),
+        row(
+            "answer_mentions_call_token",
+            f"{CHANNEL}final{MESSAGE}Write {CALL} after the JSON.{RETURN}",
+            [text(f"Write {CALL} after the JSON.")],
         ),
     ]
 

@@ -97,7 +97,7 @@ def test_a_repeated_key_keeps_its_first_value() -> None:
 
 
 def test_zero_arguments_give_an_empty_object() -> None:
-    """A call without arguments still carries "{}", never nothing (protocol.md B14 #4)."""
+    """A call without arguments still carries "{}", never nothing (docs/model-formats.md B14 #4)."""
     assert arguments_json([], TOOL) == "{}"
     assert arguments_json([], ToolSpec(name="bare")) == "{}"
 
@@ -141,3 +141,48 @@ def test_cyclic_refs_do_not_recurse_forever() -> None:
     """A schema whose $ref points at itself is read as untyped, not as a crash."""
     root = {"$defs": {"A": {"$ref": "#/$defs/A"}}, "properties": {"x": {"$ref": "#/$defs/A"}}}
     assert json.loads(arguments_json([("x", "1")], ToolSpec(name="t", parameters=root))) == {"x": 1}
+
+
+def _diamond_schema(levels: int) -> dict[str, Any]:
+    """Each level names the next three times through ``allOf``/``anyOf``: 3**levels paths, ``levels`` nodes."""
+    defs: dict[str, Any] = {f"n{levels}": {"type": "integer"}}
+    for i in range(levels):
+        nxt = {"$ref": f"#/$defs/n{i + 1}"}
+        defs[f"n{i}"] = {"allOf": [nxt, {"anyOf": [nxt, dict(nxt)]}]}
+    return {"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/n0"}}}
+
+
+ADVERSARIAL = _diamond_schema(14)
+
+_CALLS = {
+    "qwen3_coder": "<tool_call>\n<function=t>\n<parameter=x>\n5\n</parameter>\n</function>\n</tool_call>",
+    "glm47": "<tool_call>t<arg_key>x</arg_key><arg_value>5</arg_value></tool_call>",
+    "deepseek_v32": (
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="t">\n'
+        '<｜DSML｜parameter name="x" string="false">5</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+    ),
+}
+
+
+@pytest.mark.parametrize("parser", sorted(_CALLS))
+def test_adversarial_schema_is_typed_in_linear_time(parser: str) -> None:
+    """A 1.4 KB schema of ref diamonds (breadth, not depth) was millions of paths; typing is per node now."""
+    import time
+
+    from accord.pipeline.segments import ToolCall
+    from accord.pipeline.tools import tool_parser
+
+    assert 1200 <= len(json.dumps(ADVERSARIAL)) <= 1600
+    started = time.process_time()
+    parse = tool_parser(parser)([ToolSpec(name="t", parameters=ADVERSARIAL)])
+    segments = parse.feed(_CALLS[parser]) + parse.finish()
+    elapsed = time.process_time() - started
+    calls = [s for s in segments if isinstance(s, ToolCall)]
+    assert [json.loads(c.arguments) for c in calls] == [{"x": 5}]
+    assert elapsed < 0.05, f"{parser}: {elapsed * 1000:.1f} ms"
+
+
+def test_diamond_refs_keep_their_types() -> None:
+    """Memoised typing gives what the tree walk gave: the intersection of the same types."""
+    assert schema_types(ADVERSARIAL["properties"]["x"], ADVERSARIAL) == frozenset({"integer"})

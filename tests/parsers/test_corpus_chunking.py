@@ -1,4 +1,4 @@
-"""Streaming = whole for every parser table in the corpus (SPEC P3, protocol.md B13/B14).
+"""Streaming = whole for every parser table in the corpus (SPEC P3, docs/model-formats.md B13/B14).
 
 Each table row is parsed whole, one character at a time, at every 2-way split and at every
 (or an even sample of) 3-way split, and at Hypothesis-chosen splits; the merged segments
@@ -32,6 +32,7 @@ OWNED = [
     "reasoning/glm45",
     "reasoning/glm47",
     "reasoning/mistral",
+    "reasoning/kimi_k2",
     "tools/glm45",
     "tools/glm47",
     "tools/qwen3_coder",

@@ -1,4 +1,4 @@
-"""DeepSeek V3 and V3.1 calls: each reported at its own end marker (protocol.md B4, B5)."""
+"""DeepSeek V3 and V3.1 calls: each reported at its own end marker (docs/model-formats.md B4, B5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gpt-oss through the parse stage: harmony splitter, then the harmony tool parser (protocol.md B10).
+"""gpt-oss through the parse stage: harmony splitter, then the harmony tool parser (docs/model-formats.md B10).
 
 The two stages are tested alone by their tables; here they run chained as the parse stage
 chains them (phase-less content goes to the tool parser, everything else passes straight

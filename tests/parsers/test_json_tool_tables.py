@@ -1,4 +1,4 @@
-"""The JSON-argument tool tables and the harmony table: packaged, complete, covering protocol.md B14.
+"""The JSON-argument tool tables and the harmony table: packaged, complete, covering docs/model-formats.md B14.
 
 Each row is checked whole, per character, at every 2-way and (sampled) 3-way split and at
 Hypothesis-chosen splits by ``test_corpus_chunking``, which runs every table in the corpus;
@@ -18,7 +18,7 @@ BY_ID = {f"{f.stage}/{f.parser}": f for f in load_corpus()}
 BUILT = tables()
 OWNED = [rel.removesuffix(".json") for rel in BUILT]
 
-#: Rows every tool table has, one per protocol.md B14 item (or SPEC rule) they prove.
+#: Rows every tool table has, one per docs/model-formats.md B14 item (or SPEC rule) they prove.
 COMMON = [
     "single_call",
     "text_then_call",

@@ -58,6 +58,24 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ("tools", "harmony", "", '<|channel|>commentary to=functions.get_time<|message|>{"a": "<|call|>"}', ""),
     ("reasoning", "harmony", "", "<|start|>assistant<|channel|>analysis<|message|>x <| y<|end|>", ""),
     ("reasoning", "harmony", "<|start|>assistant", " to=functions.x <|constrain|>", ""),
+    # Markup quoted inside an open value is data (issue 12): each quoted marker is decided
+    # from the value's last few characters, never by rereading the value.
+    (
+        "tools",
+        "glm47",
+        "<tool_call>get_time<arg_key>a</arg_key><arg_value>",
+        "</tool_call> <tool_call> x ",
+        "",
+    ),
+    (
+        "tools",
+        "qwen3_coder",
+        "<tool_call>\n<function=get_time>\n<parameter=a>\n",
+        "</tool_call> <function=x> ",
+        "",
+    ),
+    ("tools", "qwen3_coder", "<function=get_time>\n<parameter=a>\n", "</function> <tool_call> y ", ""),
+    ("tools", "llama3_pythonic", "[get_time(a=", '"x ] ) ( [ \\" ", ', ""),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Kimi-K2 calls keep the model's own ids (protocol.md B9)."""
+"""Kimi-K2 calls keep the model's own ids (docs/model-formats.md B9)."""
 
 from __future__ import annotations
 

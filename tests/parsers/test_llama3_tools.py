@@ -1,4 +1,4 @@
-"""Llama 3 bare-JSON calls: a leading ``{`` is held only until it is decided (protocol.md B11)."""
+"""Llama 3 bare-JSON calls: a leading ``{`` is held only until it is decided (docs/model-formats.md B11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Mistral calls end with their JSON: no closer to wait for (protocol.md B12)."""
+"""Mistral calls end with their JSON: no closer to wait for (docs/model-formats.md B12)."""
 
 from __future__ import annotations
 

@@ -64,7 +64,11 @@ def test_a_wrong_expectation_fails_the_whole_parse(tmp_path: Path) -> None:
         "stage": "reasoning",
         "parser": "qwen3",
         "rows": [
-            {"name": "r", "output": "a</think>b", "expect": [{"kind": "content", "text": "a</think>b"}]}
+            {
+                "name": "r",
+                "output": "a</think>b",
+                "expect": [{"kind": "reasoning", "text": "a"}, {"kind": "content", "text": "b"}],
+            }
         ],
     }
     (tmp_path / "qwen3.json").write_text(json.dumps(table), encoding="utf-8")

@@ -1,7 +1,7 @@
 """JSON-argument calls stream their arguments while they grow, and are done only when valid (SPEC P3, P4).
 
 The corpus tables fix what every output merges to under every chunking; these tests pin
-*when* the pieces come out: arguments go out as they arrive (protocol.md B14 item 6), a
+*when* the pieces come out: arguments go out as they arrive (docs/model-formats.md B14 item 6), a
 call is closed only by the text that completes it, and the formats that cannot stream
 report their calls whole.
 """

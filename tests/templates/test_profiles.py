@@ -6,10 +6,10 @@ import pytest
 
 from accord.adapters.templates import PROFILES, detect_family, resolve_profile
 
-REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "harmony", "mistral"}
+REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "kimi_k2", "harmony", "mistral"}
 TOOLS = {
     "none", "glm45", "glm47", "hermes", "qwen3_coder", "deepseek_v3", "deepseek_v31",
-    "deepseek_v32", "kimi_k2", "harmony", "llama3_json", "mistral",
+    "deepseek_v32", "kimi_k2", "harmony", "deepseek_v4", "llama3_json", "llama3_pythonic", "mistral",
 }  # fmt: skip
 
 
@@ -25,7 +25,7 @@ TOOLS = {
         ("deepseek_v32", "deepseek_v3", "deepseek_v32"),
         ("glm45", "glm45", "glm45"),
         ("glm47", "glm47", "glm47"),
-        ("kimi_k2", "glm45", "kimi_k2"),
+        ("kimi_k2", "kimi_k2", "kimi_k2"),
         ("gpt_oss", "harmony", "harmony"),
         ("llama3", "none", "llama3_json"),
         ("mistral", "mistral", "mistral"),
@@ -76,3 +76,15 @@ def test_unrecognised_template_falls_back_to_chatml() -> None:
     assert detect_family("{{ messages }}") is None
     assert resolve_profile(None, "{{ messages }}").name == "chatml"
     assert resolve_profile(None, None).name == "chatml"
+
+
+def test_llama3_pythonic_template_is_detected() -> None:
+    """A Llama 3 template that asks for Meta's [func_name1(...)] lists gets the pythonic parser."""
+    from accord.adapters.templates import detect_family
+
+    template = (
+        "<|start_header_id|>system<|end_header_id|>you MUST put it in the format of "
+        "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]"
+    )
+    assert detect_family(template) == "llama3_pythonic"
+    assert detect_family("<|start_header_id|>user<|end_header_id|>") == "llama3"

@@ -22,7 +22,7 @@ from accord.events.reframe import chat_reframer
 
 async def create_chat_completion(ctx: Context, ex: Exchange) -> None:
     started = time.perf_counter()
-    request = decode_chat_request(await ex.read_body(ctx.max_body_bytes), ctx.limits)
+    request = decode_chat_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
     ctx.refuse_if_draining()
     conversation = normalize_chat(request, options=options(ctx.service))
     stream = bool(request.stream)

@@ -53,7 +53,7 @@ async def create_message(ctx: Context, ex: Exchange) -> None:
 
 async def _create_message(ctx: Context, ex: Exchange) -> None:
     started = time.perf_counter()
-    request = decode_messages_request(await ex.read_body(ctx.max_body_bytes), ctx.limits)
+    request = decode_messages_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
     ctx.refuse_if_draining()
     conversation = normalize_messages(request, options=options(ctx.service))
     stream = bool(request.stream)
@@ -71,7 +71,7 @@ async def _create_message(ctx: Context, ex: Exchange) -> None:
 
 async def count_message_tokens(ctx: Context, ex: Exchange) -> None:
     try:
-        request = decode_count_tokens_request(await ex.read_body(ctx.max_body_bytes), ctx.limits)
+        request = decode_count_tokens_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
         conversation = normalize_messages(request, options=options(ctx.service))
         service = ctx.service
         count = await service.engine.count_tokens(service.renderer.render(conversation))

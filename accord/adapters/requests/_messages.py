@@ -23,7 +23,7 @@ from accord.pipeline.segments import ToolSpec
 from . import _wire as rw
 from ._body import check_counts, convert, decode_object
 from ._conversation import Conversation, ToolChoiceValue
-from ._decode import RequestLimits
+from ._limits import RequestLimits
 from ._messages_wire import (
     Base64Source,
     ContentBlock,

@@ -53,15 +53,18 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="deepseek_v32", reasoning_parser="deepseek_v3", tool_parser="deepseek_v32", stop=_DS_STOP
         ),
+        Profile(name="deepseek_v4", reasoning_parser="deepseek_v3", tool_parser="deepseek_v4", stop=_DS_STOP),
         Profile(name="glm45", reasoning_parser="glm45", tool_parser="glm45", stop=_GLM_STOP),
         Profile(name="glm47", reasoning_parser="glm47", tool_parser="glm47", stop=_GLM_STOP),
-        # Kimi-K2 Thinking writes <think> itself and K2-Instruct never does: the splitter that
-        # opens only at a leading tag (glm45's) reads both without hiding an answer as reasoning.
-        Profile(name="kimi_k2", reasoning_parser="glm45", tool_parser="kimi_k2", stop=_IM_END),
+        # K2-Instruct never thinks; K2 Thinking / K2.6 templates prefill <think> when thinking
+        # is on (the rendered prompt's tail says so, see ``Start``).
+        Profile(name="kimi_k2", reasoning_parser="kimi_k2", tool_parser="kimi_k2", stop=_IM_END),
         Profile(
             name="gpt_oss", reasoning_parser="harmony", tool_parser="harmony", stop=("<|return|>", "<|call|>")
         ),
         Profile(name="llama3", tool_parser="llama3_json", stop=("<|eot_id|>", "<|eom_id|>")),
+        # Llama 3.2's prompt format asks for [func(a=1), g()] lists instead of JSON.
+        Profile(name="llama3_pythonic", tool_parser="llama3_pythonic", stop=("<|eot_id|>", "<|eom_id|>")),
         Profile(name="mistral", reasoning_parser="mistral", tool_parser="mistral", stop=("</s>",)),
     )
 }
@@ -85,7 +88,7 @@ def detect_family(template: str) -> str | None:
     if "<|channel|>" in template and "<|start|>" in template:
         return "gpt_oss"
     if "DSML" in template:
-        return "deepseek_v32"
+        return "deepseek_v4" if "DSML｜tool_calls" in template else "deepseek_v32"
     if "<｜tool▁sep｜>" in template:
         if "```json" in template:
             return "deepseek_r1" if "<think>" in template else "deepseek_v3"
@@ -100,7 +103,7 @@ def detect_family(template: str) -> str | None:
     if "<|im_start|>" in template:
         return "qwen3" if "<think>" in template else "chatml"
     if "<|start_header_id|>" in template:
-        return "llama3"
+        return "llama3_pythonic" if "[func_name1(" in template else "llama3"
     if "[INST]" in template or "[TOOL_CALLS]" in template:
         return "mistral"
     return None

@@ -20,6 +20,7 @@ import msgspec
 
 from accord.adapters.requests import Conversation
 from accord.errors import RequestError
+from accord.pipeline.reasoning import ReasoningFactory, Start
 
 from ._dicts import (
     message_dict,
@@ -120,6 +121,14 @@ class PromptRenderer:
     def developer_as_system(self) -> bool:
         """Whether ``developer`` messages are rendered as ``system`` with this template (SPEC I5)."""
         return not self.traits.developer
+
+    def reasoning_start(self, prompt: str, splitter: ReasoningFactory) -> Start | None:
+        """Where the output starts after ``prompt``, read from its tail with the family's tags.
+
+        ``None`` for the plain built-in format: no template rendered a reasoning block, so
+        the request's switch and the family's default decide (issue: reasoning start).
+        """
+        return None if self._template is None else splitter.start_after(prompt)
 
     def render(self, conv: Conversation) -> str:
         if self._template is None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._tokenizer import Detokenizer
 from accord.events.generation import Chunk, Finished, FinishReason, GenerationOutput
 from accord.kernels.sampling import SamplingRow
+
+if TYPE_CHECKING:
+    from accord.engine.local._grammar import Matcher
 
 
 class StopMatcher:
@@ -85,6 +89,8 @@ class Sequence:
     #: Prompt tokens found in the prefix cache at first admission.
     cached_tokens: int | None = None
     pending_ids: list[int] = field(default_factory=list)
+    #: The grammar this request's tokens must follow (constrained decoding), if any.
+    matcher: Matcher | None = None
 
     @property
     def generated(self) -> int:
@@ -102,6 +108,8 @@ class Sequence:
     def accept(self, token: int) -> list[GenerationOutput]:
         """Record a sampled token; the events it releases, ending with ``Finished`` if it ends the request."""
         self.tokens.append(token)
+        if self.matcher is not None:
+            self.matcher.accept(token)
         out: list[GenerationOutput] = []
         if token in self.stop_ids:
             return self._finish("stop", out)

@@ -1,10 +1,16 @@
-"""Reasoning splitters, one per model family, looked up by name (SPEC P1)."""
+"""Reasoning splitters, one per model family, looked up by name (SPEC P1).
+
+A family registers a :class:`ReasoningFactory`: it makes one splitter per request, given
+the request's thinking switch and, where a template was rendered, the :class:`Start` read
+from the prompt's tail with the family's own tags (``factory.start_after(prompt)``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
+from accord.pipeline._registry import Registry
+from accord.pipeline.reasoning._start import Start
 from accord.pipeline.segments import Content, ParsedSegment
 
 
@@ -16,15 +22,24 @@ class ReasoningSplitter(Protocol):
     def finish(self) -> list[ParsedSegment]: ...
 
 
-#: ``factory(thinking)``: ``thinking`` is the request's thinking switch (``None``: the model default).
-ReasoningFactory = Callable[[bool | None], ReasoningSplitter]
+class ReasoningFactory(Protocol):
+    """One family's splitter maker and its reading of a rendered prompt."""
+
+    def __call__(self, thinking: bool | None, start: Start | None = None) -> ReasoningSplitter:
+        """A splitter for one request.
+
+        ``start``: where the rendered prompt left the output (it wins); ``None`` when no
+        template was rendered, and then ``thinking`` (``None``: the model default) decides.
+        """
+        ...
+
+    def start_after(self, prompt: str) -> Start:
+        """Where an output starts after this rendered ``prompt``."""
+        ...
 
 
 class PlainText:
     """The ``none`` splitter: every character is content."""
-
-    def __init__(self, thinking: bool | None = None) -> None:
-        del thinking
 
     def feed(self, text: str) -> list[ParsedSegment]:
         return [Content(text=text)] if text else []
@@ -33,29 +48,38 @@ class PlainText:
         return []
 
 
-_REGISTRY: dict[str, ReasoningFactory] = {"none": PlainText}
+class _PlainFactory:
+    def __call__(self, thinking: bool | None, start: Start | None = None) -> PlainText:
+        del thinking, start
+        return PlainText()
+
+    def start_after(self, prompt: str) -> Start:
+        del prompt
+        return Start.OUTSIDE
+
+
+_REGISTRY: Registry[ReasoningFactory] = Registry("reasoning parser")
+_REGISTRY.register("none", _PlainFactory())
 
 
 def register(name: str, factory: ReasoningFactory) -> None:
-    _REGISTRY[name] = factory
+    _REGISTRY.register(name, factory)
 
 
 def reasoning_parser(name: str) -> ReasoningFactory:
     """The factory registered under ``name``; ``KeyError`` names the known ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown reasoning parser {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return _REGISTRY.lookup(name)
 
 
 def reasoning_parser_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 __all__ = [
     "PlainText",
     "ReasoningFactory",
     "ReasoningSplitter",
+    "Start",
     "reasoning_parser",
     "reasoning_parser_names",
     "register",

@@ -1,21 +1,33 @@
-"""The ``<think>``-style families and where each one's output starts (SPEC P1, protocol.md B1-B7, B12).
+"""The ``<think>``-style families and where each one's output starts (SPEC P1, docs/model-formats.md B1-B7, B12).
 
-``thinking`` is the request's switch: ``False`` means the prompt closed the block (or never
-opened it), so the output starts outside; ``True`` that it is on; ``None`` the model's default.
+Where a template was rendered, the prompt's tail decides (``ThinkFormat.start_after``): a
+prefilled open tag means the output starts inside, a closed block that it starts outside,
+neither that a leading tag in the output opens the block. The defaults below decide only
+where no template was rendered (the scripted engine, a remote engine given text), from the
+request's switch: ``False`` the block is closed or never opened, ``True`` it is on,
+``None`` the model's default.
 
-- ``qwen3``: Qwen3 writes ``<think>`` itself, Qwen3-2507 Thinking and Qwen3.5 prefill it;
-  starting inside and dropping a leading tag reads both. Thinking is on by default.
+- ``qwen3``: hybrid Qwen3 writes ``<think>`` itself; Qwen3-Instruct-2507 and Qwen3-Coder
+  never think and write none. So without a switch the output opens reasoning only at a
+  leading tag; with thinking on it starts inside (Qwen3-2507 Thinking and Qwen3.5 prefill
+  the tag), and a leading tag the model writes anyway is dropped.
 - ``deepseek_r1``: R1 and the distills prefill ``<think>\\n``, R1-0528 writes it; always thinks.
 - ``deepseek_v3``: V3.1/V3.2 thinking switch; the template's default is off.
 - ``glm45``: GLM-4.5/4.6 write ``<think>`` at the start of the output themselves.
 - ``glm47``: GLM-4.7/5 prefill ``<think>``; with thinking off the prompt closes it.
+- ``kimi_k2``: K2-Instruct never thinks; K2 Thinking and K2.6 templates prefill ``<think>``
+  when thinking is on, so the output has no open tag then.
 - ``mistral``: Magistral writes ``[THINK]…[/THINK]``; its calls open with ``[TOOL_CALLS]``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from accord.pipeline.reasoning import register
-from accord.pipeline.reasoning._think import ANGLE_TOOL_OPENERS, Start, ThinkFormat, ThinkSplitter
+from accord.pipeline.reasoning._start import Start
+from accord.pipeline.reasoning._think import ThinkFormat, ThinkSplitter
+from accord.pipeline.tools.markup import ANGLE_REASONING_EXITS, MISTRAL_REASONING_EXITS
 
 
 def _inside_unless_off(thinking: bool | None) -> Start:
@@ -30,25 +42,39 @@ def _leading_tag_unless_off(thinking: bool | None) -> Start:
     return Start.OUTSIDE if thinking is False else Start.LEADING_TAG
 
 
+def _inside_if_on_else_leading_tag(thinking: bool | None) -> Start:
+    if thinking is None:
+        return Start.LEADING_TAG
+    return Start.INSIDE if thinking else Start.OUTSIDE
+
+
+def _think(start: Callable[[bool | None], Start]) -> ThinkFormat:
+    return ThinkFormat("<think>", "</think>", ANGLE_REASONING_EXITS, start)
+
+
 FORMATS: dict[str, ThinkFormat] = {
-    "qwen3": ThinkFormat("<think>", "</think>", ANGLE_TOOL_OPENERS, _inside_unless_off),
-    "deepseek_r1": ThinkFormat("<think>", "</think>", ANGLE_TOOL_OPENERS, _inside_unless_off),
-    "deepseek_v3": ThinkFormat("<think>", "</think>", ANGLE_TOOL_OPENERS, _inside_only_if_on),
-    "glm45": ThinkFormat("<think>", "</think>", ANGLE_TOOL_OPENERS, _leading_tag_unless_off),
-    "glm47": ThinkFormat("<think>", "</think>", ANGLE_TOOL_OPENERS, _inside_unless_off),
-    "mistral": ThinkFormat("[THINK]", "[/THINK]", ("[TOOL_CALLS]",), _leading_tag_unless_off),
+    "qwen3": _think(_inside_if_on_else_leading_tag),
+    "deepseek_r1": _think(_inside_unless_off),
+    "deepseek_v3": _think(_inside_only_if_on),
+    "glm45": _think(_leading_tag_unless_off),
+    "glm47": _think(_inside_unless_off),
+    "kimi_k2": _think(_inside_if_on_else_leading_tag),
+    "mistral": ThinkFormat("[THINK]", "[/THINK]", MISTRAL_REASONING_EXITS, _leading_tag_unless_off),
 }
 
 
 class _Factory:
-    """``factory(thinking)`` for one format; a class so the registry shows its name."""
+    """``factory(thinking, start)`` for one format; a class so the registry shows its name."""
 
     def __init__(self, name: str, fmt: ThinkFormat) -> None:
         self.name = name
         self._fmt = fmt
 
-    def __call__(self, thinking: bool | None) -> ThinkSplitter:
-        return ThinkSplitter(self._fmt, thinking)
+    def __call__(self, thinking: bool | None, start: Start | None = None) -> ThinkSplitter:
+        return ThinkSplitter(self._fmt, thinking, start)
+
+    def start_after(self, prompt: str) -> Start:
+        return self._fmt.start_after(prompt)
 
     def __repr__(self) -> str:
         return f"<reasoning splitter {self.name}>"

@@ -1,4 +1,4 @@
-"""gpt-oss harmony channels -> reasoning, messages and call markup (SPEC P1, protocol.md B10).
+"""gpt-oss harmony channels -> reasoning, messages and call markup (SPEC P1, docs/model-formats.md B10).
 
 An output is a run of messages, ``header<|message|>body`` + an end token, where a header is
 ``<|start|>assistant[ to=R]<|channel|>CHANNEL[ to=R][ <|constrain|>json]`` and the first
@@ -41,6 +41,7 @@ import re
 from accord.pipeline._finder import MarkerFinder
 from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.reasoning import register
+from accord.pipeline.reasoning._start import Start
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
 START = "<|start|>"
@@ -73,6 +74,16 @@ class _Kind(enum.Enum):
     CALL = "call"
 
 
+#: The tokens that end each kind of message: ``<|end|>`` any, ``<|call|>`` a call, ``<|return|>``
+#: the answer (and a call, which ``<|return|>`` may also end in the models' output).
+_ENDS: dict[_Kind, frozenset[str]] = {
+    _Kind.REASONING: frozenset({END}),
+    _Kind.COMMENTARY: frozenset({END, RETURN}),
+    _Kind.FINAL: frozenset({END, RETURN}),
+    _Kind.CALL: frozenset({END, RETURN, CALL}),
+}
+
+
 def _kind(header: str) -> _Kind:
     if _RECIPIENT.search(header.replace("<|", " <|")):
         return _Kind.CALL
@@ -86,12 +97,18 @@ def _kind(header: str) -> _Kind:
 
 
 class HarmonySplitter:
-    """A ``ReasoningSplitter`` for gpt-oss; ``thinking`` does not change where output starts."""
+    """A ``ReasoningSplitter`` for gpt-oss; ``thinking`` does not change where output starts.
 
-    def __init__(self, thinking: bool | None = None) -> None:
+    The prompt ends with ``<|start|>assistant``, so the output starts between messages; a
+    prompt that ends inside an ``analysis`` header's body (``start=INSIDE``) leaves the
+    output inside that reasoning message.
+    """
+
+    def __init__(self, thinking: bool | None = None, start: Start | None = None) -> None:
         del thinking
-        self._mode = _Mode.OUTSIDE
-        self._kind = _Kind.FINAL
+        inside = start is Start.INSIDE
+        self._mode = _Mode.BODY if inside else _Mode.OUTSIDE
+        self._kind = _Kind.REASONING if inside else _Kind.FINAL
         self._held = ""
         self._header: list[str] = []
         self._header_has_channel = False
@@ -172,6 +189,11 @@ class HarmonySplitter:
                 self._header.append(marker)
             return
         if mode is _Mode.BODY:
+            if marker in _TERMINATORS and marker not in _ENDS[self._kind]:
+                # Only the end tokens of this kind of message end it: an analysis that mentions
+                # <|call|> or <|return|> goes on.
+                self._text(marker)
+                return
             if marker in _TERMINATORS:
                 if self._kind is _Kind.CALL:
                     self._call.append(marker)
@@ -214,10 +236,22 @@ class HarmonySplitter:
             )
 
 
-def harmony(thinking: bool | None) -> HarmonySplitter:
-    return HarmonySplitter(thinking)
+_ANALYSIS_OPEN = re.compile(re.escape(CHANNEL) + r"\s*analysis\s*" + re.escape(MESSAGE) + r"\s*$")
 
 
+class _HarmonyFactory:
+    def __call__(self, thinking: bool | None, start: Start | None = None) -> HarmonySplitter:
+        return HarmonySplitter(thinking, start)
+
+    def start_after(self, prompt: str) -> Start:
+        """Inside when the prompt ends in an open analysis message, else between messages."""
+        return Start.INSIDE if _ANALYSIS_OPEN.search(prompt[-64:]) else Start.OUTSIDE
+
+    def __repr__(self) -> str:
+        return "<reasoning splitter harmony>"
+
+
+harmony = _HarmonyFactory()
 register("harmony", harmony)
 
 

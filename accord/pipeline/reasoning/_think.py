@@ -1,4 +1,4 @@
-"""One scanner for every ``<think>``-style family, configured per name (SPEC P1, protocol.md B13).
+"""One scanner for every ``<think>``-style family, configured per name (SPEC P1, docs/model-formats.md B13).
 
 Theory of operation
 -------------------
@@ -33,21 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from accord.pipeline.holdback import MarkerFinder, MarkerSet
+from accord.pipeline.reasoning._start import Start, start_after
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
 #: Leading whitespace longer than this is text, not layout before an open tag.
 _MAX_LEAD = 64
-
-#: Tool-call section openers of the ``<``-marker families: Qwen/Hermes/GLM/Qwen3-Coder,
-#: DeepSeek V3/R1/V3.1, Kimi-K2 (both spellings), DeepSeek V3.2 DSML (prefix optional).
-ANGLE_TOOL_OPENERS: tuple[str, ...] = (
-    "<tool_call>",
-    "<｜tool▁calls▁begin｜>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_section_begin|>",
-    "<｜DSML｜function_calls>",
-    "<function_calls>",
-)
 
 
 class _State(enum.Enum):
@@ -58,25 +48,21 @@ class _State(enum.Enum):
     VERBATIM = "verbatim"
 
 
-class Start(enum.Enum):
-    """Where an output starts, for one family and thinking switch."""
-
-    #: Inside reasoning: the prompt prefilled the open tag.
-    INSIDE = "inside"
-    #: Outside, but an open tag at the very start of the output opens the block.
-    LEADING_TAG = "leading_tag"
-    #: Outside, and it stays outside: thinking is off, all of it is content.
-    OUTSIDE = "outside"
-
-
 @dataclass(frozen=True)
 class ThinkFormat:
-    """How one family marks reasoning and where its output starts for a thinking switch."""
+    """How one family marks reasoning and where its output starts for a thinking switch.
+
+    ``tool_openers`` are read from the tool formats' vocabulary (``tools.markup``);
+    ``start`` is the family's default, used only where no template was rendered.
+    """
 
     open_tag: str
     close_tag: str
     tool_openers: tuple[str, ...]
     start: Callable[[bool | None], Start]
+
+    def start_after(self, prompt: str) -> Start:
+        return start_after(prompt, self.open_tag, self.close_tag)
 
 
 _WS = re.compile(r"\s*")
@@ -85,7 +71,7 @@ _WS = re.compile(r"\s*")
 class ThinkSplitter:
     """The reasoning splitter for one ``ThinkFormat`` and one request's thinking switch."""
 
-    def __init__(self, fmt: ThinkFormat, thinking: bool | None) -> None:
+    def __init__(self, fmt: ThinkFormat, thinking: bool | None, start: Start | None = None) -> None:
         self._open = fmt.open_tag
         self._close = fmt.close_tag
         self._openers = fmt.tool_openers
@@ -95,7 +81,8 @@ class ThinkSplitter:
         # One first character (``<`` or ``[``) is one ``in`` test per chunk on the fast path.
         self._first = firsts if len(firsts) == 1 else ""
         self._firsts = firsts
-        start = fmt.start(thinking)
+        if start is None:
+            start = fmt.start(thinking)
         self._state = _State.INSIDE if start is Start.INSIDE else _State.LEAD
         # At the start of a prefilled block, or of an output that may open one, a leading
         # open tag is still expected.
@@ -247,4 +234,4 @@ def _emit(out: list[ParsedSegment], kind: type[Reasoning] | type[Content], text:
         out.append(kind(text=text))
 
 
-__all__ = ["ANGLE_TOOL_OPENERS", "Start", "ThinkFormat", "ThinkSplitter"]
+__all__ = ["ThinkFormat", "ThinkSplitter"]

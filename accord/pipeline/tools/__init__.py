@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from accord.pipeline._registry import Registry
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 
 
@@ -33,23 +34,21 @@ class NoTools:
         return []
 
 
-_REGISTRY: dict[str, ToolParserFactory] = {"none": NoTools}
+_REGISTRY: Registry[ToolParserFactory] = Registry("tool parser")
+_REGISTRY.register("none", NoTools)
 
 
 def register(name: str, factory: ToolParserFactory) -> None:
-    _REGISTRY[name] = factory
+    _REGISTRY.register(name, factory)
 
 
 def tool_parser(name: str) -> ToolParserFactory:
     """The factory registered under ``name``; ``KeyError`` names the known ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown tool parser {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return _REGISTRY.lookup(name)
 
 
 def tool_parser_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 __all__ = [
@@ -62,8 +61,8 @@ __all__ = [
 ]
 
 # The families register themselves: formats whose calls are reported whole (GLM,
-# Qwen3-Coder, DSML) and formats whose arguments are JSON (Hermes, Llama 3, Mistral,
-# DeepSeek V3/V3.1, Kimi-K2, harmony).
+# Qwen3-Coder, DSML, Llama 3 pythonic) and formats whose arguments are JSON (Hermes, Llama 3,
+# Mistral, DeepSeek V3/V3.1, Kimi-K2, harmony).
 from accord.pipeline.tools import (  # noqa: E402, F401
     _deepseek,
     _dsml,
@@ -73,5 +72,6 @@ from accord.pipeline.tools import (  # noqa: E402, F401
     _kimi,
     _llama3,
     _mistral,
+    _pythonic,
     _qwen3_coder,
 )

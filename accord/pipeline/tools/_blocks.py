@@ -25,10 +25,12 @@ a few ``str.find`` calls on a window no longer than the longest marker.
 
 from __future__ import annotations
 
+import enum
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import MarkerFinder, MarkerSet
+from accord.pipeline.holdback import MarkerFinder, MarkerSet, find_first
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
@@ -39,15 +41,75 @@ _NAME_CACHE = 256
 _GROUP = 64
 
 
+class Reopen(enum.Enum):
+    """What an opener found inside an open block is."""
+
+    #: The block was abandoned: its prefix is text, a block starts again here.
+    RESTART = "restart"
+    #: Quoted inside a value: the block's data.
+    DATA = "data"
+    #: The block already ended at its last closer (a value's own closing tag was missing):
+    #: it closes there, what follows that closer is text, and a block starts here.
+    SPLIT = "split"
+
+
 class BlockFormat(Protocol):
     """What the engine needs to know about one family's markup."""
 
     openers: tuple[str, ...]
     closers: tuple[str, ...]
+    #: Markers inside a block that show it has structure (a parameter began): from one on,
+    #: an opener inside the block is quoted data, not a restart.
+    inner: tuple[str, ...]
+    #: Dropped when it follows (whitespace aside) a block that one of ``bare_openers`` opened:
+    #: the closer of a wrapper whose opener the model left out.
+    trailer: str | None
+    bare_openers: frozenset[str]
+
+    def closers_for(self, opener: str) -> frozenset[str]:
+        """The closers that can end a block opened by ``opener``; other closers are its data."""
+        ...
+
+    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
+        """Whether a closer after a body ending in ``tail`` ends the block.
+
+        ``whole``: ``tail`` is all of the body; ``last_inner``: the last inner marker in it.
+        """
+        ...
+
+    def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
+        """What ``marker`` (an opener) inside an open block means."""
+        ...
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         """Segments for one block (``closer`` is ``None`` when cut off); ``None``: release as text."""
         ...
+
+
+class BlockMarkup:
+    """Defaults for a :class:`BlockFormat`: the first closer ends a block, any opener restarts it."""
+
+    openers: tuple[str, ...] = ()
+    closers: tuple[str, ...] = ()
+    inner: tuple[str, ...] = ()
+    trailer: str | None = None
+    bare_openers: frozenset[str] = frozenset()
+
+    def closers_for(self, opener: str) -> frozenset[str]:
+        del opener
+        return frozenset(self.closers)
+
+    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
+        del opener, tail, whole, last_inner
+        return True
+
+    def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
+        del opener, marker, tail, last_inner
+        return Reopen.RESTART
+
+
+#: How much of a block body's end ``BlockFormat.ends_block`` sees.
+TAIL = 64
 
 
 class ToolBox:
@@ -100,6 +162,20 @@ class _Body:
             self._pieces.append("".join(recent))
             recent.clear()
 
+    def tail(self, last: str, size: int) -> tuple[str, bool]:
+        """The body's last ``size`` characters (with ``last`` appended) and whether that is all of it."""
+        if len(last) >= size:
+            return last[-size:], False
+        parts = [last]
+        have = len(last)
+        # Lazily, newest first: only the last few pieces are ever looked at.
+        for piece in itertools.chain(reversed(self._recent), reversed(self._pieces)):
+            parts.append(piece)
+            have += len(piece)
+            if have >= size:
+                return "".join(reversed(parts))[-size:], False
+        return "".join(reversed(parts)), True
+
     def take(self, last: str) -> str:
         """The whole body with ``last`` appended; the collector is empty afterwards."""
         if not self._pieces and not self._recent:
@@ -117,12 +193,18 @@ class BlockToolParser:
         self._box = ToolBox(tools)
         self._openers = fmt.openers
         self._closers = frozenset(fmt.closers)
-        self._all = (*fmt.openers, *fmt.closers)
-        self._in_text = MarkerSet(fmt.openers)
+        self._closers_for = {o: fmt.closers_for(o) for o in fmt.openers}
+        self._opener_set = frozenset(fmt.openers)
+        self._inner = frozenset(fmt.inner)
+        self._all = (*fmt.openers, *fmt.closers, *fmt.inner)
+        self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
         self._in_block = MarkerSet(self._all)
         self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
         self._opener: str | None = None  # the open block's opener; None in TEXT
         self._parts = _Body()  # the open block's body so far
+        self._last_inner: str | None = None  # the last inner marker seen in the open block
+        # A bare block just closed and nothing but whitespace followed: its trailer is dropped.
+        self._after_bare = False
         self._held = ""
 
     def feed(self, text: str) -> list[ParsedSegment]:
@@ -132,6 +214,8 @@ class BlockToolParser:
         if not held and (self._first not in text if self._first else not self._in_block.may_occur_in(text)):
             # No marker can start here: text passes, a block body grows.
             if self._opener is None:
+                if self._after_bare and not text.isspace():
+                    self._after_bare = False
                 return [Content(text=text)]
             self._parts.add(text)
             return []
@@ -162,39 +246,90 @@ class BlockToolParser:
             if finder is not None:
                 pos, marker = finder.find(i)
             else:
-                pos, marker = -1, ""
-                for candidate in self._all:
-                    at = buf.find(candidate, i)
-                    if at >= 0 and (pos < 0 or at < pos or (at == pos and len(candidate) > len(marker))):
-                        pos, marker = at, candidate
+                pos, marker = find_first(buf, self._all, i)
             if pos < 0:
                 break
             i = pos + len(marker)
             opener = self._opener
             if opener is None:
                 if marker in self._closers:
-                    continue  # a stray closer is text
+                    if (
+                        marker == self._fmt.trailer
+                        and self._after_bare
+                        and (pos == start or buf[start:pos].isspace())
+                    ):
+                        # The wrapper's closer after a bare block: markup, dropped.
+                        if pos > start:
+                            out.append(Content(text=buf[start:pos]))
+                        start = i
+                    self._after_bare = False
+                    continue  # otherwise a stray closer is text
+                if marker not in self._opener_set:
+                    continue  # an inner marker outside a block is text
                 if pos > start:
                     out.append(Content(text=buf[start:pos]))
                 self._opener, start = marker, i
+                self._last_inner = None
+                self._after_bare = False
                 continue
-            body = self._parts.take(buf[start:pos])
-            if marker in self._closers:
+            if marker in self._closers_for[opener]:
+                if pos - start >= TAIL:
+                    tail, whole = buf[pos - TAIL : pos], False
+                else:
+                    tail, whole = self._parts.tail(buf[start:pos], TAIL)
+                if not self._fmt.ends_block(opener, tail, whole, self._last_inner):
+                    continue  # quoted inside a value: data
+                body = self._parts.take(buf[start:pos])
                 self._opener = None
                 self._close(out, opener, body, marker)
-            else:
-                # Restarted opener: the abandoned prefix is text, the block starts again here.
-                out.append(Content(text=opener + body))
+                self._after_bare = opener in self._fmt.bare_openers
+            elif marker in self._opener_set:
+                tail = (
+                    buf[max(start, pos - TAIL) : pos]
+                    if pos - start >= TAIL
+                    else self._parts.tail(buf[start:pos], TAIL)[0]
+                )
+                reopen = self._fmt.reopens(opener, marker, tail, self._last_inner)
+                if reopen is Reopen.DATA:
+                    continue  # quoted inside a value
+                body = self._parts.take(buf[start:pos])
+                if reopen is Reopen.SPLIT:
+                    self._split(out, opener, body)
+                else:
+                    # Restarted opener: the abandoned prefix is text, the block starts again here.
+                    out.append(Content(text=opener + body))
                 self._opener = marker
+                self._last_inner = None
+            else:
+                if marker in self._inner:
+                    self._last_inner = marker
+                continue  # another opener's closer, or an inner marker: the block's data
             start = i
         markers = self._in_text if self._opener is None else self._in_block
         cut = len(buf) - markers.partial_len(buf, start)
         if cut > start:
             if self._opener is None:
+                if self._after_bare and not buf[start:cut].isspace():
+                    self._after_bare = False
                 out.append(Content(text=buf[start:cut]))
             else:
                 self._parts.add(buf[start:cut])
         self._held = buf[cut:]
+
+    def _split(self, out: list[ParsedSegment], opener: str, body: str) -> None:
+        """Close the block at the last of its closers in ``body``; the rest is text."""
+        best, closer = -1, ""
+        for candidate in self._closers_for[opener]:
+            at = body.rfind(candidate)
+            if at > best:
+                best, closer = at, candidate
+        if best < 0:
+            out.append(Content(text=opener + body))
+            return
+        self._close(out, opener, body[:best], closer)
+        rest = body[best + len(closer) :]
+        if rest:
+            out.append(Content(text=rest))
 
     def _close(self, out: list[ParsedSegment], opener: str, body: str, closer: str | None) -> None:
         segments = self._fmt.parse(opener, body, closer, self._box)
@@ -204,4 +339,4 @@ class BlockToolParser:
             out.extend(segments)
 
 
-__all__ = ["BlockFormat", "BlockToolParser", "ToolBox"]
+__all__ = ["TAIL", "BlockFormat", "BlockMarkup", "BlockToolParser", "Reopen", "ToolBox"]

@@ -55,6 +55,12 @@ class CallFormat:
     #: Whether :meth:`stream_start` may say yes (then calls can stream their arguments).
     streams = False
     header_cap = 256
+    #: An opener with nothing after it at the end of the output is dropped, not shown
+    #: (Mistral's ``[TOOL_CALLS]`` is one special token).
+    opener_at_end_is_markup = False
+    #: A section begin and end with only whitespace between them are dropped (Kimi-K2
+    #: writes such empty sections); elsewhere they are text.
+    empty_section_is_markup = False
 
     def header_prefix_ok(self, opener: str, header: str) -> bool:
         """Whether ``header`` can still grow into a valid header; ``False`` fails the call."""

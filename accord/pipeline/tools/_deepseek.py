@@ -1,4 +1,4 @@
-"""DeepSeek V3/R1 and V3.1 calls (protocol.md B4, B5).
+"""DeepSeek V3/R1 and V3.1 calls (docs/model-formats.md B4, B5).
 
 Both write calls inside ``<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>``, each between
 ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``; they differ only in the call's header:
@@ -23,12 +23,19 @@ from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, is_object
+from accord.pipeline.tools.markup import (
+    DEEPSEEK_CALL_BEGIN,
+    DEEPSEEK_CALL_END,
+    DEEPSEEK_SECTION_BEGIN,
+    DEEPSEEK_SECTION_END,
+    DEEPSEEK_SEP,
+)
 
-SECTION_BEGIN = "<｜tool▁calls▁begin｜>"
-SECTION_END = "<｜tool▁calls▁end｜>"
-CALL_BEGIN = "<｜tool▁call▁begin｜>"
-CALL_END = "<｜tool▁call▁end｜>"
-SEP = "<｜tool▁sep｜>"
+SECTION_BEGIN = DEEPSEEK_SECTION_BEGIN
+SECTION_END = DEEPSEEK_SECTION_END
+CALL_BEGIN = DEEPSEEK_CALL_BEGIN
+CALL_END = DEEPSEEK_CALL_END
+SEP = DEEPSEEK_SEP
 
 _FENCE_OPEN = r"(?:```[A-Za-z]*\s*)?"
 _V3_HEADER = re.compile(r"\s*[A-Za-z_]*\s*" + SEP + r"\s*(?P<name>[^\s`<>{}]+)\s*" + _FENCE_OPEN)

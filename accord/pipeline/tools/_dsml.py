@@ -1,4 +1,4 @@
-"""DeepSeek-V3.2 DSML tool calls (``deepseek_v32``, protocol.md B6)::
+"""DeepSeek-V3.2 DSML tool calls (``deepseek_v32``, docs/model-formats.md B6)::
 
     <｜DSML｜function_calls>
     <｜DSML｜invoke name="get_weather">
@@ -28,7 +28,8 @@ from collections.abc import Sequence
 
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, ToolBox
+from accord.pipeline.tools.markup import DSML_CLOSERS, DSML_OPENERS, DSML_V4_CLOSERS, DSML_V4_OPENERS
 
 _P = "(?:｜DSML｜)?"
 _INVOKE_START = re.compile(rf"<{_P}invoke\b")
@@ -133,22 +134,39 @@ def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
     return out
 
 
-class DsmlFormat:
-    openers: tuple[str, ...] = ("<｜DSML｜function_calls>", "<function_calls>")
-    closers: tuple[str, ...] = ("</｜DSML｜function_calls>", "</function_calls>")
+class DsmlFormat(BlockMarkup):
+    openers: tuple[str, ...] = DSML_OPENERS
+    closers: tuple[str, ...] = DSML_CLOSERS
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         # Cut off or closed, a section reads the same: only one with a call survives.
         return parse_section(body, tools)
 
 
+class DsmlV4Format(DsmlFormat):
+    """DeepSeek V4: the section is ``<｜DSML｜tool_calls>`` (the V3.2 spelling is still read).
+
+    The wrapper and the ``string="true|false"`` typing are as the V4 parsers of vLLM, SGLang
+    and MLX-LM read them (their pull requests quote the model's output).
+    """
+
+    openers: tuple[str, ...] = (*DSML_V4_OPENERS, *DSML_OPENERS)
+    closers: tuple[str, ...] = (*DSML_V4_CLOSERS, *DSML_CLOSERS)
+
+
 _FORMAT = DsmlFormat()
+_V4_FORMAT = DsmlV4Format()
 
 
 def deepseek_v32(tools: Sequence[ToolSpec]) -> BlockToolParser:
     return BlockToolParser(_FORMAT, tools)
 
 
-__all__ = ["DsmlFormat", "deepseek_v32", "parse_section"]
+def deepseek_v4(tools: Sequence[ToolSpec]) -> BlockToolParser:
+    return BlockToolParser(_V4_FORMAT, tools)
+
+
+__all__ = ["DsmlFormat", "DsmlV4Format", "deepseek_v4", "deepseek_v32", "parse_section"]
 
 register("deepseek_v32", deepseek_v32)
+register("deepseek_v4", deepseek_v4)

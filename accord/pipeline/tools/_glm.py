@@ -1,4 +1,4 @@
-"""GLM-4.5/4.6 (``glm45``) and GLM-4.7/5 (``glm47``) tool calls (protocol.md B1, B2).
+"""GLM-4.5/4.6 (``glm45``) and GLM-4.7/5 (``glm47``) tool calls (docs/model-formats.md B1, B2).
 
 One engine for both; they differ only in how a call body splits into the name and the
 argument text. GLM-4.5 writes the name on its own line; GLM-4.7 removed that newline::
@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
+from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockToolParser, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox
+from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _KEY_OPEN, _KEY_CLOSE = "<arg_key>", "</arg_key>"
 _VALUE_OPEN, _VALUE_CLOSE = "<arg_value>", "</arg_value>"
@@ -56,7 +57,11 @@ def parse_pairs(args: str) -> list[tuple[str, str]] | None:
         while True:
             end = args.find(_VALUE_CLOSE, search)
             if end < 0:
-                return None
+                if search != start:
+                    return None  # a </arg_value> followed by neither a key nor the end
+                # GLM-4.7 leaves out the last </arg_value>: the block's end ends the value.
+                end = after = n
+                break
             after = _skip(args, end + len(_VALUE_CLOSE))
             if after == n or args.startswith(_KEY_OPEN, after):
                 break
@@ -83,16 +88,45 @@ def split_glm47(body: str) -> tuple[str, str]:
     return (body, "") if pos < 0 else (body[:pos], body[pos:])
 
 
-class GlmFormat:
-    openers: tuple[str, ...] = ("<tool_call>",)
-    closers: tuple[str, ...] = ("</tool_call>",)
+class GlmFormat(BlockMarkup):
+    """GLM's markup; a value runs to the closer that structurally ends it.
+
+    While a value is open (an ``<arg_value>`` without its ``</arg_value>``) a ``</tool_call>``
+    or ``<tool_call>`` is quoted data, as a ``write_file`` of this very format writes it, with
+    one exception that GLM-4.7 produces: a value whose ``</arg_value>`` is missing ends at a
+    ``</tool_call>`` that the next ``<tool_call>`` follows (whitespace aside), or at the last
+    ``</tool_call>`` of an output that ends inside the value.
+    """
+
+    openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
+    closers: tuple[str, ...] = (TOOL_CALL_CLOSE,)
+    inner: tuple[str, ...] = (_VALUE_OPEN, _VALUE_CLOSE)
+
+    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
+        del opener, tail, whole
+        return last_inner != _VALUE_OPEN
+
+    def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
+        del opener, marker
+        if last_inner != _VALUE_OPEN:
+            return Reopen.RESTART
+        return Reopen.SPLIT if tail.rstrip().endswith(TOOL_CALL_CLOSE) else Reopen.DATA
 
     def __init__(self, split: Callable[[str], tuple[str, str]]) -> None:
         self._split = split
 
     def parse(self, opener: str, body: str, closer: str | None, tools: ToolBox) -> list[ParsedSegment] | None:
         if closer is None:
-            return None
+            # Cut off inside an open value: the value's missing </arg_value> was the end of
+            # the call at its last </tool_call>, and what follows that is text.
+            cut = body.rfind(TOOL_CALL_CLOSE)
+            if cut < 0:
+                return None
+            call = self.parse(opener, body[:cut], TOOL_CALL_CLOSE, tools)
+            if call is None:
+                return None
+            rest = body[cut + len(TOOL_CALL_CLOSE) :]
+            return [*call, Content(text=rest)] if rest else call
         raw_name, args = self._split(body)
         # Layout around the name (a newline, or a literal backslash-n) is not part of it.
         tool = tools.resolve(raw_name, _clean_name)

@@ -1,4 +1,4 @@
-"""gpt-oss (harmony) calls: a message addressed to a tool (protocol.md B10).
+"""gpt-oss (harmony) calls: a message addressed to a tool (docs/model-formats.md B10).
 
 ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{…}<|call|>``, or
 with the recipient in the channel: ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>``

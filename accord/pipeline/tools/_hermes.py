@@ -1,4 +1,4 @@
-"""Hermes / Qwen2.5 / Qwen3 calls: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (protocol.md B7).
+"""Hermes / Qwen2.5 / Qwen3 calls: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (docs/model-formats.md B7).
 
 The tags are single tokens in Qwen but plain text in some Hermes fine-tunes, so they may
 arrive split anywhere. The payload is a wrapper object: ``name`` plus ``arguments`` (an
@@ -24,6 +24,7 @@ from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import UNDECIDED, CallFormat, Opening, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members
+from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 
 def wrapper_call(
@@ -123,8 +124,8 @@ def wrapper_opening(head: str, tools: Sequence[ToolSpec]) -> Opening | Literal["
 
 
 class HermesFormat(CallFormat):
-    openers = ("<tool_call>",)
-    closers = ("</tool_call>",)
+    openers = (TOOL_CALL_OPEN,)
+    closers = (TOOL_CALL_CLOSE,)
     streams = True
 
     def stream_start(

@@ -63,6 +63,7 @@ whitespace-only text out of the items).
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -82,7 +83,17 @@ from accord.pipeline.tools._argstream import ArgumentStream
 from accord.pipeline.tools._callformat import HEAD_LEN, STREAM_HEAD_LEN, UNDECIDED, CallFormat, Opening
 from accord.pipeline.tools._jsonscan import INVALID, MORE, UNDECODED, JsonScanner, decode_at
 
-_TEXT, _HEADER, _PAYLOAD, _TAIL = range(4)
+
+class _Mode(enum.Enum):
+    """Where the parser is in the text (see "Theory of operation")."""
+
+    TEXT = "text"
+    HEADER = "header"
+    PAYLOAD = "payload"
+    TAIL = "tail"
+
+
+_TEXT, _HEADER, _PAYLOAD, _TAIL = _Mode.TEXT, _Mode.HEADER, _Mode.PAYLOAD, _Mode.TAIL
 
 _NOT_WS = re.compile(r"[^ \t\r\n]")
 _NOT_SEP = re.compile(r"[^ \t\r\n;]")
@@ -161,11 +172,11 @@ class JsonCallParser:
         if not text:
             return []
         mode = self._mode
-        if mode == _TEXT:
+        if mode is _TEXT:
             if not (self._held or self._pending or self._bare) and self._lead.search(text) is None:
                 return [Content(text=text)]
         elif (
-            mode == _PAYLOAD
+            mode is _PAYLOAD
             and self._payload_fast
             and not (self._hard and (self._closer_held or self._closer_set.may_occur_in(text)))
         ):
@@ -190,7 +201,7 @@ class JsonCallParser:
 
     def finish(self) -> list[ParsedSegment]:
         self._out = []
-        while self._mode != _TEXT:
+        while self._mode is not _TEXT:
             self._opened_at = -1
             self._finish_call()
             if self._switch is not None:
@@ -209,7 +220,7 @@ class JsonCallParser:
     # -- modes -----------------------------------------------------------------------------
 
     def _run(self, buf: str, pos: int) -> None:
-        if self._mode != _TEXT:
+        if self._mode is not _TEXT:
             self._opened_at = -1
         self._continue(buf, pos)
 
@@ -219,13 +230,13 @@ class JsonCallParser:
             n = len(buf)
             while pos < n:
                 mode = self._mode
-                if mode == _TEXT:
+                if mode is _TEXT:
                     if finder is None:
                         finder = MarkerFinder(buf, self._text_markers)
                     pos = self._scan_text(buf, pos, finder)
-                elif mode == _HEADER:
+                elif mode is _HEADER:
                     pos = self._scan_header(buf, pos)
-                elif mode == _PAYLOAD:
+                elif mode is _PAYLOAD:
                     pos = self._scan_payload(buf, pos)
                 else:
                     pos = self._scan_tail(buf, pos)
@@ -264,7 +275,11 @@ class JsonCallParser:
             self._pending.append(marker)
             self._pending_droppable = False
             self._section_ok = False
-        elif self._section_ok:
+        elif self._section_ok or (
+            self._fmt.empty_section_is_markup and any(p in self._fmt.section_begins for p in self._pending)
+        ):
+            # The end of a section that held calls, or of an empty one (only whitespace
+            # since its begin): markup, dropped with the begin.
             self._pending.clear()
             self._section_ok = False
         else:
@@ -557,9 +572,14 @@ class JsonCallParser:
         return end if end >= 0 else len(payload)
 
     def _finish_call(self) -> None:
-        if self._mode == _TAIL:
+        if self._mode is _TAIL:
             # Only whitespace or part of a closer came after a complete payload.
             self._complete(self._payload_text, "", 0, 0)
+        elif self._mode is _HEADER and self._fmt.opener_at_end_is_markup and not self._header.strip():
+            # The output stopped right after the opener: a special token, not text to show.
+            self._mode = _TEXT
+            self._bare = self._after_call = False
+            self._emit(self._header)
         else:
             self._fail("", 0)
 

@@ -1,4 +1,4 @@
-"""Kimi-K2 calls (protocol.md B9).
+"""Kimi-K2 calls (docs/model-formats.md B9).
 
 ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>``
 (the section markers also come spelled ``tool_call_section``). The model's id
@@ -22,6 +22,12 @@ from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, is_object
+from accord.pipeline.tools.markup import (
+    KIMI_CALL_BEGIN,
+    KIMI_CALL_END,
+    KIMI_SECTION_BEGINS,
+    KIMI_SECTION_ENDS,
+)
 
 ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
 _HEADER = re.compile(r"\s*(?P<id>[^\s<>{}]+)\s*" + re.escape(ARGUMENT_BEGIN) + r"\s*")
@@ -29,10 +35,11 @@ _ID = re.compile(r"(?:functions\.)?(?P<name>.+):\d+")
 
 
 class KimiFormat(CallFormat):
-    openers = ("<|tool_call_begin|>",)
-    closers = ("<|tool_call_end|>",)
-    section_begins = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
-    section_ends = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
+    openers = (KIMI_CALL_BEGIN,)
+    closers = (KIMI_CALL_END,)
+    section_begins = KIMI_SECTION_BEGINS
+    section_ends = KIMI_SECTION_ENDS
+    empty_section_is_markup = True
     soft_closers = section_ends
     header_only = True
     streams = True

@@ -1,4 +1,4 @@
-"""Llama 3.x JSON calls: bare ``{"name": …, "parameters": {…}}`` objects (protocol.md B11).
+"""Llama 3.x JSON calls: bare ``{"name": …, "parameters": {…}}`` objects (docs/model-formats.md B11).
 
 A call has no opener of its own: the output starts with it (after whitespace), or it
 follows ``<|python_tag|>``, and further calls follow a call after ``;``. So a ``{`` at the

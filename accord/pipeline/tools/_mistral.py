@@ -1,4 +1,4 @@
-"""Mistral calls, both tokenizer generations (protocol.md B12).
+"""Mistral calls, both tokenizer generations (docs/model-formats.md B12).
 
 - pre-v11: ``[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`` (a single object is read too);
   an ``id`` member becomes the call id;
@@ -25,6 +25,7 @@ from accord.pipeline.tools._callformat import CallFormat, Opening, resolve
 from accord.pipeline.tools._hermes import call_from_members, wrapper_call
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, array_elements, is_object, object_members
+from accord.pipeline.tools.markup import MISTRAL_TOOL_CALLS
 
 _V11_HEADER = re.compile(
     r"\s*(?P<name>[^\s\[\]{}]+?)\s*(?:\[CALL_ID\]\s*(?P<id>[^\s\[\]{}]+)\s*)?(?:\[ARGS\]\s*)?"
@@ -32,7 +33,8 @@ _V11_HEADER = re.compile(
 
 
 class MistralFormat(CallFormat):
-    openers = ("[TOOL_CALLS]",)
+    openers = (MISTRAL_TOOL_CALLS,)
+    opener_at_end_is_markup = True
     array_payload = True
     header_cap = 128
     streams = True

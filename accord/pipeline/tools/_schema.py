@@ -35,6 +35,7 @@ Types = frozenset[str] | None
 
 _MAX_DEPTH = 32
 _FAILED = object()
+_IN_PROGRESS = object()
 #: ``json.dumps(obj, ensure_ascii=False)`` builds an encoder per call; one shared encoder
 #: gives the same text without that cost on every tool call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
@@ -72,59 +73,96 @@ def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Any:
     return node
 
 
-def schema_types(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Types:
+def schema_types(schema: Any, root: Mapping[str, Any]) -> Types:
     """The JSON types ``schema`` admits; ``None`` when it admits anything (or cannot be read)."""
-    if depth > _MAX_DEPTH or not isinstance(schema, Mapping):
-        return None
-    if isinstance(schema.get("$ref"), str):
-        return schema_types(_resolve_ref(schema["$ref"], root), root, depth + 1)
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return frozenset({declared})
-    if isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
-        return frozenset(declared)
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return frozenset(_json_type(v) for v in schema["enum"])
-    if "const" in schema:
-        return frozenset({_json_type(schema["const"])})
-    for union in ("anyOf", "oneOf"):
-        branches = schema.get(union)
-        if isinstance(branches, list) and branches:
-            found: set[str] = set()
-            for branch in branches:
-                types = schema_types(branch, root, depth + 1)
-                if types is None:
-                    return None
-                found |= types
-            return frozenset(found)
-    branches = schema.get("allOf")
-    if isinstance(branches, list) and branches:
-        known = [t for b in branches if (t := schema_types(b, root, depth + 1)) is not None]
-        if not known:
+    return _Walk(root).types(schema, 0)
+
+
+class _Walk:
+    """One typing pass over a schema, memoised per node (issue: exponential schema typing).
+
+    ``allOf``/``anyOf`` through ``$ref`` can name the same subschema from many branches; a
+    1.4 KB schema of such diamonds is millions of paths but only dozens of nodes. Each node
+    (by identity: schemas are trees of dicts and lists, shared only through ``$ref``) is typed
+    once, so a pass costs O(schema size). A node reached again while it is being typed (a
+    ``$ref`` cycle) admits anything, as running into the depth cap did.
+    """
+
+    __slots__ = ("_done", "_props", "_root")
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self._root = root
+        self._done: dict[int, Types | object] = {}
+        self._props: dict[int, dict[str, Any] | object] = {}
+
+    def types(self, schema: Any, depth: int) -> Types:
+        if depth > _MAX_DEPTH or not isinstance(schema, Mapping):
             return None
-        common = frozenset.intersection(*known)
-        return common or None
-    if isinstance(schema.get("properties"), Mapping):
-        return frozenset({"object"})
-    if "items" in schema or "prefixItems" in schema:
-        return frozenset({"array"})
-    return None
+        key = id(schema)
+        if key in self._done:
+            seen = self._done[key]
+            return None if seen is _IN_PROGRESS else seen  # type: ignore[return-value]
+        self._done[key] = _IN_PROGRESS
+        found = self._types(schema, depth)
+        self._done[key] = found
+        return found
 
+    def _types(self, schema: Mapping[str, Any], depth: int) -> Types:
+        if isinstance(schema.get("$ref"), str):
+            return self.types(_resolve_ref(schema["$ref"], self._root), depth + 1)
+        declared = schema.get("type")
+        if isinstance(declared, str):
+            return frozenset({declared})
+        if isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
+            return frozenset(declared)
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return frozenset(_json_type(v) for v in schema["enum"])
+        if "const" in schema:
+            return frozenset({_json_type(schema["const"])})
+        for union in ("anyOf", "oneOf"):
+            branches = schema.get(union)
+            if isinstance(branches, list) and branches:
+                found: set[str] = set()
+                for branch in branches:
+                    types = self.types(branch, depth + 1)
+                    if types is None:
+                        return None
+                    found |= types
+                return frozenset(found)
+        branches = schema.get("allOf")
+        if isinstance(branches, list) and branches:
+            known = [t for b in branches if (t := self.types(b, depth + 1)) is not None]
+            if not known:
+                return None
+            common = frozenset.intersection(*known)
+            return common or None
+        if isinstance(schema.get("properties"), Mapping):
+            return frozenset({"object"})
+        if "items" in schema or "prefixItems" in schema:
+            return frozenset({"array"})
+        return None
 
-def _properties(schema: Any, root: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
-    """The declared properties of an arguments schema, through ``$ref`` and ``allOf``."""
-    if depth > _MAX_DEPTH or not isinstance(schema, Mapping):
-        return {}
-    if isinstance(schema.get("$ref"), str):
-        return _properties(_resolve_ref(schema["$ref"], root), root, depth + 1)
-    found: dict[str, Any] = {}
-    props = schema.get("properties")
-    if isinstance(props, Mapping):
-        found.update(props)
-    for branch in schema.get("allOf") or ():
-        for key, value in _properties(branch, root, depth + 1).items():
-            found.setdefault(key, value)
-    return found
+    def properties(self, schema: Any, depth: int = 0) -> dict[str, Any]:
+        """The declared properties of an arguments schema, through ``$ref`` and ``allOf``."""
+        if depth > _MAX_DEPTH or not isinstance(schema, Mapping):
+            return {}
+        key = id(schema)
+        if key in self._props:
+            seen = self._props[key]
+            return {} if seen is _IN_PROGRESS else seen  # type: ignore[return-value]
+        self._props[key] = _IN_PROGRESS
+        found: dict[str, Any] = {}
+        if isinstance(schema.get("$ref"), str):
+            found = self.properties(_resolve_ref(schema["$ref"], self._root), depth + 1)
+        else:
+            props = schema.get("properties")
+            if isinstance(props, Mapping):
+                found.update(props)
+            for branch in schema.get("allOf") or ():
+                for name, value in self.properties(branch, depth + 1).items():
+                    found.setdefault(name, value)
+        self._props[key] = found
+        return found
 
 
 class ArgumentTyper:
@@ -133,8 +171,9 @@ class ArgumentTyper:
     def __init__(self, tool: ToolSpec) -> None:
         root: Mapping[str, Any] = tool.parameters or {}
         self._types: dict[str, Types] = {}
-        for key, schema in _properties(root, root).items():
-            self._types[str(key)] = schema_types(schema, root)
+        walk = _Walk(root)
+        for key, schema in walk.properties(root).items():
+            self._types[str(key)] = walk.types(schema, 0)
         if tool.kind == "custom" and not self._types:
             # Custom tools are offered with one string parameter, ``input`` (SPEC P10).
             self._types["input"] = frozenset({"string"})
