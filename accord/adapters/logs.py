@@ -9,10 +9,19 @@ from typing import Literal
 import structlog
 
 
-def configure_logging(fmt: Literal["auto", "json", "console"] = "auto", level: int = logging.INFO) -> None:
-    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+def configure_logging(
+    fmt: Literal["auto", "json", "console"] = "auto", level: int | str = logging.INFO
+) -> None:
+    """``level``: a ``logging`` level or its name (``debug``, ``info``, ``warning``, ``error``).
+
+    Console lines are coloured only when stderr is a terminal (never into a file or a pipe).
+    """
+    if isinstance(level, str):
+        level = logging.getLevelNamesMapping()[level.upper()]
+    tty = sys.stderr.isatty()
+    use_json = fmt == "json" or (fmt == "auto" and not tty)
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=tty)
     )
     structlog.configure(
         processors=[

@@ -33,9 +33,11 @@ MAX_SWEEP_INTERVAL_S = 60.0
 class StoreWriter:
     """The run hook that stores responses, and the sweep that expires them."""
 
-    def __init__(self, store: ResponseStore, ttl: float | None) -> None:
+    def __init__(self, store: ResponseStore, ttl: float | None, *, max_bytes: int | None = None) -> None:
         self.store = store
         self.ttl = ttl if ttl is not None and ttl > 0 else None
+        #: The size cap: past it the oldest finished responses are evicted (None: no cap).
+        self.max_bytes = max_bytes if max_bytes is not None and max_bytes > 0 else None
         self._written: set[str] = set()
 
     async def _write(
@@ -75,13 +77,13 @@ class StoreWriter:
         await self._write(prepared, events, prepared.run.keepalive_seqs)
 
     async def sweep_forever(self) -> None:
-        assert self.ttl is not None
-        interval = min(MAX_SWEEP_INTERVAL_S, max(0.5, self.ttl / 2))
+        interval = min(MAX_SWEEP_INTERVAL_S, max(0.5, self.ttl / 2)) if self.ttl else MAX_SWEEP_INTERVAL_S
         while True:
             try:
-                removed = await self.store.sweep(time.time())
-                if removed:
-                    log.info("store sweep", removed=removed)
+                removed = await self.store.sweep(time.time()) if self.ttl is not None else 0
+                evicted = await self.store.evict(self.max_bytes) if self.max_bytes is not None else 0
+                if removed or evicted:
+                    log.info("store sweep", removed=removed, evicted=evicted)
             except Exception:
                 log.exception("store sweep failed")
             await anyio.sleep(interval)
@@ -91,7 +93,7 @@ class StoreWriter:
         """For the app's lifespan: the sweep while serving, and the store closed at the end."""
         try:
             async with anyio.create_task_group() as group:
-                if self.ttl is not None:
+                if self.ttl is not None or self.max_bytes is not None:
                     group.start_soon(self.sweep_forever)
                 yield
                 group.cancel_scope.cancel()

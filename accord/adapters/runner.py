@@ -57,7 +57,7 @@ from typing import Protocol
 import anyio
 import structlog
 
-from accord.adapters.metrics import Metrics
+from accord.adapters.metrics import Metrics, RunTimer
 from accord.adapters.service import Prepared
 from accord.events.response import Cancelled, Snapshot
 from accord.events.wire import TERMINAL_TYPES, EventLog, WireEvent
@@ -221,10 +221,9 @@ class Runner:
         loop_started = anyio.current_time() - (time.perf_counter() - started)
         hooks = self.hooks if persist else ()
         response_id = run.opened.response_id
-        first = True
+        timer = self.metrics.timer(route, started)
 
         async def emit(events: list[WireEvent]) -> None:
-            nonlocal first
             if events and isinstance(events[-1], TERMINAL_TYPES):
                 # What the hooks record (the store) is visible the moment a client has seen the end.
                 with anyio.CancelScope(shield=True):
@@ -233,10 +232,7 @@ class Runner:
                             await hook.before_terminal(prepared, run.log)
                         except Exception:
                             log.exception("terminal hook failed")
-            if first and framing.streaming:
-                self.metrics.first_event_count += 1
-                self.metrics.first_event_seconds_sum += time.perf_counter() - started
-            first = False
+            timer.event(framing.streaming)
             await framing.send(events)
 
         async def body() -> None:
@@ -265,7 +261,7 @@ class Runner:
                 finally:
                     if framing.streaming:
                         self.lifecycle.stream_closed()
-                    self._account(outcome, framing, route, loop_started)
+                    self._account(outcome, framing, route, loop_started, timer)
                     for hook in hooks:
                         try:
                             await hook.after_run(prepared, outcome)
@@ -275,18 +271,21 @@ class Runner:
                     structlog.contextvars.unbind_contextvars("response_id")
         return outcome
 
-    def _account(self, outcome: Outcome, framing: Framing, route: str, loop_started: float) -> None:
+    def _account(
+        self, outcome: Outcome, framing: Framing, route: str, loop_started: float, timer: RunTimer
+    ) -> None:
         run, metrics = outcome.prepared.run, self.metrics
         usage = run.log.snapshot.usage
         if usage is not None:
-            metrics.tokens["input"] += usage.input_tokens
-            metrics.tokens["cached"] += usage.input_tokens_details.cached_tokens
-            metrics.tokens["output"] += usage.output_tokens
-            metrics.tokens["reasoning"] += usage.output_tokens_details.reasoning_tokens
+            metrics.count_usage(
+                usage.input_tokens,
+                usage.input_tokens_details.cached_tokens,
+                usage.output_tokens,
+                usage.output_tokens_details.reasoning_tokens,
+            )
         metrics.keepalives += run.keepalives_sent
-        if run.first_engine_event_at is not None:
-            metrics.first_token_count += 1
-            metrics.first_token_seconds_sum += max(0.0, run.first_engine_event_at - loop_started)
+        first = run.first_engine_event_at
+        timer.finish(outcome.cause, None if first is None else first - loop_started)
         metrics.request(route, framing.status, outcome.cause)
 
     def _log(self, outcome: Outcome, framing: Framing, started: float, loop_started: float) -> None:

@@ -8,12 +8,15 @@ tools both use it, so a replayed trace runs exactly the chain a live request run
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 import structlog
 
 from accord.adapters.requests import (
@@ -21,14 +24,22 @@ from accord.adapters.requests import (
     NormalizeOptions,
     ResponsesRequest,
     Sealer,
+    conversation_ref,
     normalize,
     referenced_ids,
     response_echo,
 )
 from accord.adapters.store import ChainBroken, ResponseStore
 from accord.adapters.templates import Profile, PromptRenderer
-from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
-from accord.errors import RequestError
+from accord.engine.protocol import (
+    Engine,
+    GenerationRequest,
+    OutputConstraint,
+    RequestHints,
+    Sampling,
+    ToolSchema,
+)
+from accord.errors import NotFound, RequestError
 from accord.events.response import Opened
 from accord.pipeline.items import ItemTracker
 from accord.pipeline.parse import ParseStage
@@ -81,12 +92,15 @@ class Service:
         a ``store: false`` follow-up still reads the prior context.
         """
         previous = request.previous_response_id
-        if not previous:
-            return ()
-        if request.conversation is not None:
+        conversation_id = conversation_ref(request.conversation)
+        if conversation_id is not None and previous:
             raise RequestError(
                 "'previous_response_id' cannot be combined with 'conversation'.", param="previous_response_id"
             )
+        if conversation_id is not None:
+            return await self.conversation_history(conversation_id)
+        if not previous:
+            return ()
         if self.store is None:
             raise RequestError(
                 "previous_response_id needs a response store; this server runs without one",
@@ -115,6 +129,17 @@ class Service:
             )
         return found.items
 
+    async def conversation_history(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The items of the conversation a request names, oldest first (a 404 if there is none)."""
+        if self.store is None:
+            raise RequestError(
+                "conversation needs a response store; this server runs without one", param="conversation"
+            )
+        items = await self.store.conversation_context(conversation_id)
+        if items is None:
+            raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation")
+        return items
+
     async def references(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Stored items an ``item_reference`` names (none without a store)."""
         if self.store is None or not ids:
@@ -134,42 +159,79 @@ class Service:
 
     async def prepare(self, request: ResponsesRequest) -> Prepared:
         conversation, history = await self.conversation(request)
-        return Prepared(
-            request=request,
-            conversation=conversation,
-            run=self.build_run(request, conversation),
-            history=history,
-        )
+        # Rendering is Python work that grows with the conversation: in a thread, the event loop
+        # keeps its turns while a long history renders.
+        run = await anyio.to_thread.run_sync(self.build_run, request, conversation)
+        return Prepared(request=request, conversation=conversation, run=run, history=history)
 
-    def build_run(self, request: ResponsesRequest, conversation: Conversation) -> ResponseRun:
-        prompt = self.renderer.render(conversation)
-        if conversation.tool_choice not in ("auto", "none"):
+    def warn_unenforced(self, conversation: Conversation, constraint: OutputConstraint | None) -> None:
+        """Say once where a request asks for a constraint this engine (or tool format) cannot apply."""
+        capabilities = self.engine.capabilities
+        if conversation.tool_choice not in ("auto", "none") and not (
+            constraint is not None and constraint.tools and capabilities.tool_calls
+        ):
             self.warn_once(
                 "tool_choice",
                 "tool_choice 'required' or a named tool is accepted but not enforced by this engine",
             )
+        if constraint is not None and constraint.json_schema is not None and not capabilities.json_schema:
+            self.warn_once(
+                "text.format", "text.format json_schema is accepted but not enforced by this engine"
+            )
+
+    def build_run(self, request: ResponsesRequest, conversation: Conversation) -> ResponseRun:
+        return self.protocol_run(
+            conversation,
+            model=request.model or self.engine.model_name,
+            echo=_echo(request),
+            prefix="resp",
+            reasoning_summary=request.reasoning is not None
+            and (request.reasoning.summary or request.reasoning.generate_summary) is not None,
+        )
+
+    def protocol_run(
+        self,
+        conversation: Conversation,
+        *,
+        model: str,
+        echo: dict[str, Any],
+        prefix: str,
+        reasoning_summary: bool = False,
+    ) -> ResponseRun:
+        """A run for ``conversation`` under any protocol: ``prefix`` names its ids (``resp``,
+        ``chatcmpl``, ``msg``) and ``echo`` is what the Responses body repeats of the request."""
+        prompt = self.renderer.render(conversation)
+        constraint = output_constraint(conversation, self.profile.tool_parser)
+        self.warn_unenforced(conversation, constraint)
         generation = GenerationRequest(
             prompt=prompt,
             max_tokens=conversation.max_output_tokens,
-            sampling=Sampling(temperature=conversation.temperature, top_p=conversation.top_p),
-            stop=tuple(self.profile.stop),
+            sampling=Sampling(
+                temperature=conversation.temperature,
+                top_p=conversation.top_p,
+                top_k=conversation.top_k,
+                seed=conversation.seed,
+            ),
+            stop=(*self.profile.stop, *conversation.stop),
             cache_key=conversation.prompt_cache_key,
             required_tool=(
                 conversation.tool_choice if conversation.tool_choice not in ("auto", "none") else None
             ),
+            constraint=constraint,
             hints=RequestHints(
                 last_input=conversation.last_input,
                 last_item_type=conversation.last_item_type,
                 tool_names=tuple(t.name for t in conversation.tools),
             ),
         )
-        response_id = self.new_id("resp")
+        response_id = self.new_id(prefix)
         generation = _with_id(generation, response_id)
         opened = Opened(
             response_id=response_id,
             created_at=int(time.time()),
-            model=request.model or self.engine.model_name,
-            echo=response_echo(request),
+            model=model,
+            echo=echo,
+            reasoning_summary=reasoning_summary,
         )
         tool_parser = (
             NoTools()
@@ -202,7 +264,36 @@ class Service:
         )
 
 
+def _echo(request: ResponsesRequest) -> dict[str, Any]:
+    echo = response_echo(request)
+    conversation_id = conversation_ref(request.conversation)
+    if conversation_id is not None:
+        # The response names the conversation it belongs to, as OpenAI's does.
+        echo["conversation"] = {"id": conversation_id}
+    return echo
+
+
 def _with_id(request: GenerationRequest, response_id: str) -> GenerationRequest:
     import msgspec
 
     return msgspec.structs.replace(request, request_id=response_id)
+
+
+def output_constraint(conversation: Conversation, tool_format: str | None) -> OutputConstraint | None:
+    """What the engine should constrain decoding to: ``text.format`` JSON, or a required / named tool call
+    (only in the Hermes format, the one the embedded engine's grammars write)."""
+    fmt = conversation.text_format
+    if fmt is not None and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
+        return OutputConstraint(json_schema=json.dumps(fmt["schema"]), name=str(fmt.get("name") or "output"))
+    if fmt is not None and fmt.get("type") == "json_object":
+        return OutputConstraint(json_schema='{"type": "object"}')
+    choice = conversation.tool_choice
+    if choice in ("auto", "none") or tool_format != "hermes":
+        return None
+    tools = [t for t in conversation.tools if choice == "required" or t.name == choice]
+    if not tools:
+        return None
+    return OutputConstraint(
+        tools=tuple(ToolSchema(name=t.name, parameters=json.dumps(t.parameters or {})) for t in tools),
+        tool_format=tool_format,
+    )

@@ -8,7 +8,8 @@ went away) must stop generation and release whatever the request held.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -31,6 +32,29 @@ class RequestHints(msgspec.Struct, frozen=True, kw_only=True):
     tool_names: tuple[str, ...] = ()
 
 
+class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    #: JSON text of the arguments' schema (``{}``: any object).
+    parameters: str = "{}"
+
+
+class OutputConstraint(msgspec.Struct, frozen=True, kw_only=True):
+    """What the output must be, for engines that constrain decoding (SPEC P9, ``text.format``).
+
+    ``json_schema``: the whole output is one JSON value valid against this schema (JSON text).
+    ``tools``: the output is one call of one of these tools, written in ``tool_format`` (the model
+    profile's tool-call syntax; "hermes": ``<tool_call>`` JSON ``</tool_call>``). At most one of the two.
+    Remote engines pass ``json_schema`` on as ``response_format`` / ``guided_json`` where the upstream
+    takes it.
+    """
+
+    json_schema: str | None = None
+    #: The schema's name (``text.format.name``), for upstreams whose ``response_format`` wants one.
+    name: str = "output"
+    tools: tuple[ToolSchema, ...] = ()
+    tool_format: str = "hermes"
+
+
 class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     #: The rendered prompt text (chat template applied).
     prompt: str
@@ -43,8 +67,40 @@ class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     cache_key: str | None = None
     #: Constrain decoding to a tool call, where the engine can (``tool_choice`` required / named).
     required_tool: str | None = None
+    #: Constrained decoding; None: free text.
+    constraint: OutputConstraint | None = None
     hints: RequestHints = RequestHints()
     request_id: str = ""
+
+
+class PromptTokenizer(Protocol):
+    """The model's own tokenizer, for an edge that takes or returns token ids."""
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineCapabilities:
+    """What an engine offers beyond the protocol's core, declared by the engine (never probed for).
+
+    The edge reads this to choose what to send, what to warn about and what to serve.
+    """
+
+    #: ``constraint.json_schema`` is followed: enforced by a grammar, or passed to an upstream that
+    #: enforces it (``response_format``).
+    json_schema: bool = False
+    #: ``constraint.tools`` (``tool_choice`` required or a named tool) is enforced.
+    tool_calls: bool = False
+    #: The model's tokenizer, where the engine has it (token-id prompts on ``/v1/completions``).
+    tokenizer: PromptTokenizer | None = None
+    #: The model's chat template and its BOS / EOS text, where the engine read them from the model.
+    chat_template: str | None = None
+    bos_token: str = ""
+    eos_token: str = ""
+    #: Lists the models the engine's upstreams serve now (``/v1/models``); None: the engine's own.
+    upstream_models: Callable[[], Awaitable[list[str]]] | None = None
 
 
 class Engine(Protocol):
@@ -52,6 +108,9 @@ class Engine(Protocol):
 
     @property
     def model_name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> EngineCapabilities: ...
 
     def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         """Stream the output of one request; see the module docstring for the contract."""

@@ -18,21 +18,25 @@ nothing under ``engine/`` reads configuration.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import json
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from functools import partial
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import structlog
 
 from accord.engine import tokens
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
     ModelFiles,
+    NoHealthyUpstream,
     RetryPolicy,
+    SamplingDefaults,
     StreamReader,
     TextTokenizer,
     Upstream,
@@ -41,6 +45,8 @@ from accord.engine.upstream import (
     upstream_token_count,
 )
 from accord.events.generation import EngineFailed, GenerationOutput
+
+log = structlog.get_logger("accord.engine.remote")
 
 #: Prompts longer than this many characters are tokenised off the event loop.
 _TOKENISE_INLINE_CHARS = 16_384
@@ -54,6 +60,8 @@ class UpstreamEngine:
         *,
         files: ModelFiles | None = None,
         model_name: str | None = None,
+        served_names: Sequence[str] = (),
+        sampling: SamplingDefaults | None = None,
         max_context: int | None = None,
         http: HttpSession | None = None,
     ) -> None:
@@ -65,13 +73,32 @@ class UpstreamEngine:
         self.eos_token = files.eos_token if files else ""
         #: The name to send upstream; None: the id each upstream reports serving.
         self.served_model = model_name
+        #: The names clients see (``--served-model-name``); empty: the upstream's own.
+        self.served_names = tuple(dict.fromkeys(served_names))
+        #: The model's own defaults (generation config), used where a request sets none.
+        self.sampling = sampling or SamplingDefaults()
         self.max_context = max_context
 
     def pools(self) -> list[UpstreamPool]:
         raise NotImplementedError
 
     @property
+    def capabilities(self) -> EngineCapabilities:
+        # A JSON schema goes upstream as ``response_format``; tool calls are not constrained there,
+        # since the upstream does not know the model profile's tool-call syntax.
+        return EngineCapabilities(
+            json_schema=True,
+            tokenizer=self.tokenizer,
+            chat_template=self.chat_template,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+            upstream_models=self.upstream_models,
+        )
+
+    @property
     def model_name(self) -> str:
+        if self.served_names:
+            return self.served_names[0]
         if self.served_model:
             return self.served_model
         known = [m for pool in self.pools() for u in pool.upstreams for m in u.models]
@@ -131,12 +158,22 @@ class UpstreamEngine:
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         sampling = request.sampling
+        defaults = self.sampling.given()
         for name in ("temperature", "top_p", "top_k", "seed"):
             value = getattr(sampling, name)
+            if value is None:
+                value = defaults.get(name)
             if value is not None:
                 body[name] = value
         if request.stop:
             body["stop"] = list(request.stop)
+        constraint = request.constraint
+        if constraint is not None and constraint.json_schema is not None:
+            # The OpenAI form, which vLLM, SGLang and llama-server take on /v1/completions too.
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": constraint.name, "schema": json.loads(constraint.json_schema)},
+            }
         return body
 
     def per_upstream(self, prompt_tokens: int | None, upstream: Upstream) -> dict[str, Any]:
@@ -153,8 +190,23 @@ class UpstreamEngine:
         return extra
 
     async def upstream_models(self) -> list[str]:
-        """Model ids the upstreams serve now (``/v1/models``); raises NoHealthyUpstream."""
-        return await self.pools()[0].list_models()
+        """What ``/v1/models`` lists: the served names, else the ids the upstreams serve now.
+
+        Either way the upstreams are asked, so the listing fails (NoHealthyUpstream) when
+        none of them could answer a request.
+        """
+        ids = await self.pools()[0].list_models()
+        return list(self.served_names) or ids
+
+    async def readiness(self) -> dict[str, Any]:
+        """Ready when every pool has a healthy upstream, asking each upstream now (``/ready``)."""
+        ready = True
+        for pool in self.pools():
+            try:
+                await pool.list_models()
+            except NoHealthyUpstream:
+                ready = False
+        return {"ready": ready, "upstreams": [u for pool in self.pools() for u in pool.statistics()]}
 
     def statistics(self) -> dict[str, Any]:
         return {"pools": [pool.statistics() for pool in self.pools()]}

@@ -14,7 +14,9 @@ Rules file::
 
 The first rule whose ``when`` fields all match wins; a rule without ``when`` always
 matches. Token ids come from :mod:`accord.engine.tokens`, so usage is exact.
-``max_tokens`` cuts the output at that many tokens and finishes with ``length``.
+``max_tokens`` cuts the output at that many tokens and finishes with ``length``. The
+request's stop strings cut it where the first of them is completed, as an engine stops
+there, and the one that matched is reported on ``Finished``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import anyio.lowlevel
 import msgspec
 
 from accord.engine import tokens
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.errors import ConfigError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 
@@ -109,6 +111,10 @@ class ScriptedEngine:
     def model_name(self) -> str:
         return self._model_name
 
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities()  # it plays what it was given: nothing to constrain or tokenise
+
     def choose(self, request: GenerationRequest) -> Rule:
         hints = request.hints
         for rule, (last, item_type, tool) in zip(self.script.rules, self._compiled, strict=True):
@@ -139,11 +145,12 @@ class ScriptedEngine:
             )
             return
         rule = self.choose(request)
+        chunks, matched = _stop_cut(rule.split(), request.stop)
         budget = request.max_tokens
         produced = 0
         finished_normally = False
         try:
-            for n, text in enumerate(rule.split()):
+            for n, text in enumerate(chunks):
                 if rule.fail is not None and n == rule.fail.after_chunks:
                     break
                 delay = rule.first_chunk_delay_s if n == 0 else rule.chunk_delay_s
@@ -173,7 +180,12 @@ class ScriptedEngine:
                     )
                 yield EngineFailed(failure=rule.fail.kind, message=message, prompt_tokens=prompt_tokens)
                 return
-            yield Finished(reason=rule.finish, prompt_tokens=prompt_tokens, cached_tokens=rule.cached_tokens)
+            yield Finished(
+                reason="stop" if matched is not None else rule.finish,
+                prompt_tokens=prompt_tokens,
+                cached_tokens=rule.cached_tokens,
+                stop_sequence=matched,
+            )
         finally:
             if not finished_normally:
                 self.cancelled += 1
@@ -184,3 +196,22 @@ class ScriptedEngine:
 
 def _cut_to_tokens(text: str, budget: int) -> str:
     return "".join(tokens.pieces(text)[: max(0, budget)])
+
+
+def _stop_cut(chunks: list[str], stops: tuple[str, ...]) -> tuple[list[str], str | None]:
+    """The chunks up to where the first stop string is completed, and that string."""
+    text = "".join(chunks)
+    hits = [(i + len(s), i, s) for s in stops if s and (i := text.find(s)) >= 0]
+    if not hits:
+        return chunks, None
+    _, start, matched = min(hits)
+    kept: list[str] = []
+    size = 0
+    for chunk in chunks:
+        if size + len(chunk) >= start:
+            if start > size:
+                kept.append(chunk[: start - size])
+            break
+        kept.append(chunk)
+        size += len(chunk)
+    return kept, matched

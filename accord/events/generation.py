@@ -33,6 +33,8 @@ class Finished(GenerationEvent, frozen=True, tag="finished"):
     cached_tokens: int = 0
     #: Generated tokens; ``None`` when the engine does not know (then chunks' token ids are counted).
     output_tokens: int | None = None
+    #: The request's stop string that ended the text, when one did (Messages' ``stop_sequence``).
+    stop_sequence: str | None = None
 
 
 class EngineFailed(GenerationEvent, frozen=True, tag="failed"):

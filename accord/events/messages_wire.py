@@ -179,9 +179,17 @@ def messages_usage(usage: Usage | None) -> dict[str, Any]:
     }
 
 
-def stop_reason(snapshot: Snapshot) -> StopReason:
+def matched_stop(snapshot: Snapshot, stops: tuple[str, ...]) -> str | None:
+    """The client's stop sequence that ended the text; a model profile's own stop strings
+    (end-of-turn markup) are an ordinary ``end_turn``."""
+    return snapshot.stop_sequence if snapshot.stop_sequence in stops else None
+
+
+def stop_reason(snapshot: Snapshot, stops: tuple[str, ...] = ()) -> StopReason:
     if snapshot.status == "incomplete":
         return "max_tokens"
+    if matched_stop(snapshot, stops) is not None:
+        return "stop_sequence"
     for state in snapshot.items:
         if isinstance(state.first, FunctionCallItem | CustomToolCallItem) and state.status == "completed":
             return "tool_use"
@@ -217,7 +225,9 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 class MessagesProjection:
     """Sans-IO: ``feed(event, snapshot) -> Messages stream events``."""
 
-    def __init__(self) -> None:
+    def __init__(self, stops: tuple[str, ...] = ()) -> None:
+        #: The request's ``stop_sequences`` (reported when one ends the text).
+        self._stops = stops
         self._open: set[int] = set()
         #: Per function call: its arguments checked so far, and how many characters went out.
         self._scanners: dict[int, JsonPrefix] = {}
@@ -251,7 +261,10 @@ class MessagesProjection:
             case Completed() | Incomplete():
                 out: list[MessagesEvent] = [ContentBlockStop(index=i) for i in sorted(self._open)]
                 self._open.clear()
-                ending: dict[str, Any] = {"stop_reason": stop_reason(snapshot), "stop_sequence": None}
+                ending: dict[str, Any] = {
+                    "stop_reason": stop_reason(snapshot, self._stops),
+                    "stop_sequence": matched_stop(snapshot, self._stops),
+                }
                 out.append(MessageDelta(delta=ending, usage=messages_usage(snapshot.usage)))
                 out.append(MessageStop())
                 return out
@@ -318,7 +331,12 @@ def _block(item: OutputItem) -> dict[str, Any]:
 
 
 def _message(
-    snapshot: Snapshot, *, content: list[dict[str, Any]], stop: StopReason | None, usage: Usage | None
+    snapshot: Snapshot,
+    *,
+    content: list[dict[str, Any]],
+    stop: StopReason | None,
+    usage: Usage | None,
+    sequence: str | None = None,
 ) -> dict[str, Any]:
     return {
         "id": snapshot.response_id,
@@ -327,15 +345,24 @@ def _message(
         "model": snapshot.model,
         "content": content,
         "stop_reason": stop,
-        "stop_sequence": None,
+        "stop_sequence": sequence,
         "usage": messages_usage(usage),
     }
 
 
-def message_body(snapshot: Snapshot) -> dict[str, Any]:
-    """The non-streamed ``message`` body: the fold, rendered (a failed run is an error body instead)."""
+def message_body(snapshot: Snapshot, stops: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The non-streamed ``message`` body: the fold, rendered (a failed run is an error body instead).
+
+    ``stops``: the request's ``stop_sequences``, reported when one ended the text.
+    """
     content = [_block(item) for item in snapshot.output()]
-    return _message(snapshot, content=content, stop=stop_reason(snapshot), usage=snapshot.usage)
+    return _message(
+        snapshot,
+        content=content,
+        stop=stop_reason(snapshot, stops),
+        usage=snapshot.usage,
+        sequence=matched_stop(snapshot, stops),
+    )
 
 
 def messages_failure(snapshot: Snapshot) -> tuple[int, dict[str, Any]]:

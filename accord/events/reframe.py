@@ -85,6 +85,7 @@ def chat_reframer(*, include_usage: bool) -> Reframer[ChatOut]:
     )
 
 
-def messages_reframer() -> Reframer[MessagesEvent]:
-    """Messages: ``event:``/``data:`` frames, ``ping`` as keepalive."""
-    return Reframer(MessagesProjection(), messages_frame, keepalive=PING_FRAME)
+def messages_reframer(stops: tuple[str, ...] = ()) -> Reframer[MessagesEvent]:
+    """Messages: ``event:``/``data:`` frames, ``ping`` as keepalive; ``stops``: the request's
+    ``stop_sequences``."""
+    return Reframer(MessagesProjection(stops), messages_frame, keepalive=PING_FRAME)

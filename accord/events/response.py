@@ -29,6 +29,7 @@ from accord.events.items import (
     ReasoningItem,
     ReasoningText,
     Refusal,
+    SummaryText,
     Usage,
 )
 
@@ -50,6 +51,9 @@ class Opened(ResponseEvent, frozen=True, tag="opened"):
     model: str
     #: Request fields the Response object echoes (instructions, tools, metadata, ...).
     echo: dict[str, Any] = {}
+    #: ``reasoning.summary`` was set: reasoning items also carry their text as
+    #: ``summary_text`` parts, a second view of the same characters (one per part).
+    reasoning_summary: bool = False
     #: A background response accepted but not started: the fold's status is ``queued``
     #: (SPEC S4). The run itself opens with ``queued=False``; nothing else may follow a
     #: queued opening.
@@ -90,6 +94,8 @@ class ItemClosed(ResponseEvent, frozen=True, tag="item_closed"):
 class Completed(ResponseEvent, frozen=True, tag="completed"):
     usage: Usage
     completed_at: int
+    #: The stop string the engine cut the text at, if one ended it.
+    stop_sequence: str | None = None
 
 
 class Incomplete(ResponseEvent, frozen=True, tag="incomplete"):
@@ -145,10 +151,12 @@ class _Part:
 class _Item:
     """Fold state of one output item; materialised into its wire struct on demand."""
 
-    __slots__ = ("args", "encrypted", "first", "parts", "status")
+    __slots__ = ("args", "encrypted", "first", "parts", "status", "summarised")
 
-    def __init__(self, first: OutputItem) -> None:
+    def __init__(self, first: OutputItem, *, summarised: bool = False) -> None:
         self.first = first
+        #: A reasoning item whose parts are also its summary (``Opened.reasoning_summary``).
+        self.summarised = summarised and isinstance(first, ReasoningItem)
         self.status: ItemStatus = "in_progress"
         self.parts: list[_Part] = []
         self.args: list[str] = []
@@ -170,9 +178,11 @@ class _Item:
             return msgspec.structs.replace(first, status=self.status, content=content)
         if isinstance(first, ReasoningItem):
             reasoning = [p.materialise() for p in self.parts]
+            summary = [SummaryText(text=p.text()) for p in self.parts] if self.summarised else first.summary
             return msgspec.structs.replace(
                 first,
                 status=self.status,
+                summary=summary,
                 content=reasoning,
                 encrypted_content=self.encrypted,
             )
@@ -195,10 +205,13 @@ class Snapshot:
         self.created_at = 0
         self.model = ""
         self.echo: dict[str, Any] = {}
+        self.reasoning_summary = False
         self.status: Status = "in_progress"
         self.items: list[_Item] = []
         self.usage: Usage | None = None
         self.error: dict[str, Any] | None = None
+        #: The stop string that ended a completed response's text, if one did.
+        self.stop_sequence: str | None = None
         self.incomplete_reason: str | None = None
         self.completed_at: int | None = None
         self.terminal: Terminal | None = None
@@ -226,6 +239,7 @@ class Snapshot:
                     event.model,
                 )
                 self.echo = dict(event.echo)
+                self.reasoning_summary = event.reasoning_summary
                 if event.queued:
                     self.status = "queued"
             case _ if self.status == "queued":
@@ -233,7 +247,7 @@ class Snapshot:
             case ItemAdded():
                 if event.output_index != len(self.items):
                     raise FoldError(f"item added at {event.output_index}, expected {len(self.items)}")
-                self.items.append(_Item(event.item))
+                self.items.append(_Item(event.item, summarised=self.reasoning_summary))
             case PartAdded():
                 item = self._open_item(event.output_index)
                 if event.part not in _PARTS_OF.get(type(item.first), ()):
@@ -253,6 +267,7 @@ class Snapshot:
             case Completed():
                 self._close_open("completed")
                 self.status, self.usage, self.completed_at = "completed", event.usage, event.completed_at
+                self.stop_sequence = event.stop_sequence
                 self.terminal = event
             case Incomplete():
                 self._close_open("incomplete")
@@ -308,6 +323,8 @@ class Snapshot:
             "id": self.response_id,
             "object": "response",
             "created_at": self.created_at,
+            # Required (nullable) by the Open Responses schema, in every snapshot.
+            "completed_at": self.completed_at,
             "status": self.status,
             "model": self.model,
             "output": self.output() if with_output else [],
@@ -317,8 +334,6 @@ class Snapshot:
             ),
             "usage": self.usage,
         }
-        if self.completed_at is not None:
-            body["completed_at"] = self.completed_at
         for key, value in self.echo.items():
             body.setdefault(key, value)
         return body

@@ -8,7 +8,8 @@ is left at -1 here; the Sequencer stamps it at the single egress.
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+from typing import Any, Literal
 
 import msgspec
 
@@ -18,8 +19,10 @@ from accord.events.items import (
     FunctionCallItem,
     OutputItem,
     OutputText,
+    ReasoningItem,
     ReasoningText,
     Refusal,
+    SummaryText,
 )
 from accord.events.response import (
     ArgumentsAppended,
@@ -34,6 +37,7 @@ from accord.events.response import (
     ResponseEvent,
     Snapshot,
     TextAppended,
+    fold,
 )
 
 
@@ -133,6 +137,39 @@ class ReasoningTextDone(WireEvent, frozen=True, tag="response.reasoning_text.don
     text: str
 
 
+class ReasoningSummaryPartAdded(WireEvent, frozen=True, tag="response.reasoning_summary_part.added"):
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+class ReasoningSummaryTextDelta(WireEvent, frozen=True, tag="response.reasoning_summary_text.delta"):
+    item_id: str
+    output_index: int
+    summary_index: int
+    delta: str
+
+
+class ReasoningSummaryTextDone(WireEvent, frozen=True, tag="response.reasoning_summary_text.done"):
+    item_id: str
+    output_index: int
+    summary_index: int
+    text: str
+
+
+class ReasoningSummaryPartDone(
+    WireEvent, frozen=True, omit_defaults=True, tag="response.reasoning_summary_part.done"
+):
+    """``status`` is left out when the part completed, ``incomplete`` when it was cut off (as the SDK types it)."""
+
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+    status: Literal["incomplete"] | None = None
+
+
 class FunctionCallArgumentsDelta(WireEvent, frozen=True, tag="response.function_call_arguments.delta"):
     item_id: str
     output_index: int
@@ -182,6 +219,10 @@ AnyWireEvent = (
     | RefusalDone
     | ReasoningTextDelta
     | ReasoningTextDone
+    | ReasoningSummaryPartAdded
+    | ReasoningSummaryTextDelta
+    | ReasoningSummaryTextDone
+    | ReasoningSummaryPartDone
     | FunctionCallArgumentsDelta
     | FunctionCallArgumentsDone
     | CustomToolCallInputDelta
@@ -227,8 +268,25 @@ def _closing(snapshot: Snapshot, index: int) -> list[WireEvent]:
                     ReasoningTextDone(item_id=item.id, output_index=index, content_index=ci, text=part.text)
                 )
             events.append(ContentPartDone(item_id=item.id, output_index=index, content_index=ci, part=part))
+            if isinstance(item, ReasoningItem) and ci < len(item.summary):
+                events.extend(_summary_closing(item, index, ci))
     events.append(OutputItemDone(output_index=index, item=item))
     return events
+
+
+def _summary_closing(item: ReasoningItem, index: int, si: int) -> list[WireEvent]:
+    """The summary view of reasoning part ``si``: the same characters, closed the same way."""
+    summary = item.summary[si]
+    return [
+        ReasoningSummaryTextDone(item_id=item.id, output_index=index, summary_index=si, text=summary.text),
+        ReasoningSummaryPartDone(
+            item_id=item.id,
+            output_index=index,
+            summary_index=si,
+            part=summary,
+            status="incomplete" if item.status == "incomplete" else None,
+        ),
+    ]
 
 
 def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) -> list[WireEvent]:
@@ -250,22 +308,41 @@ def project(event: ResponseEvent, snapshot: Snapshot, open_before: list[int]) ->
                 ]
             if kind == "refusal":
                 return [RefusalDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
-            return [ReasoningTextDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)]
+            reasoning: list[WireEvent] = [
+                ReasoningTextDelta(item_id=state.item_id, output_index=i, content_index=ci, delta=d)
+            ]
+            if state.summarised:
+                reasoning.append(
+                    ReasoningSummaryTextDelta(
+                        item_id=state.item_id, output_index=i, summary_index=ci, delta=d
+                    )
+                )
+            return reasoning
         case Opened():
             body = snapshot.body()
             return [ResponseCreated(response=body), ResponseInProgress(response=body)]
         case ItemAdded():
             return [OutputItemAdded(output_index=event.output_index, item=event.item)]
         case PartAdded():
-            item_id = snapshot.items[event.output_index].item_id
-            return [
+            state = snapshot.items[event.output_index]
+            added: list[WireEvent] = [
                 ContentPartAdded(
-                    item_id=item_id,
+                    item_id=state.item_id,
                     output_index=event.output_index,
                     content_index=event.content_index,
                     part=_empty_part(event.part),
                 )
             ]
+            if state.summarised:
+                added.append(
+                    ReasoningSummaryPartAdded(
+                        item_id=state.item_id,
+                        output_index=event.output_index,
+                        summary_index=event.content_index,
+                        part=SummaryText(text=""),
+                    )
+                )
+            return added
         case ArgumentsAppended():
             state = snapshot.items[event.output_index]
             if isinstance(state.first, FunctionCallItem):
@@ -307,8 +384,9 @@ class EventLog:
     def __init__(self) -> None:
         self.events: list[ResponseEvent] = []
         self.snapshot = Snapshot()
-        #: The ``response`` of ``response.created``; keepalives repeat it (SPEC W8).
-        self.opening: dict[str, Any] | None = None
+        #: After each event, how many wire events the log has projected in all; a
+        #: keepalive placed after ``n`` of them finds the fold it belongs to here.
+        self.projected: list[int] = []
 
     @property
     def terminated(self) -> bool:
@@ -319,15 +397,23 @@ class EventLog:
         self.snapshot.apply(event)
         self.events.append(event)
         wire = project(event, self.snapshot, open_before)
-        if isinstance(event, Opened):
-            created = wire[0]
-            assert isinstance(created, ResponseCreated)
-            self.opening = created.response
+        self.projected.append((self.projected[-1] if self.projected else 0) + len(wire))
         return wire
 
+    def keepalive(self, projected_sent: int) -> ResponseInProgress:
+        """The keepalive after the first ``projected_sent`` projected wire events (SPEC W8).
 
-def keepalive_event(log: EventLog) -> ResponseInProgress:
-    """The keepalive: ``response.in_progress`` carrying the opening response object (SPEC W8)."""
-    if log.opening is None:
-        raise RuntimeError("keepalive before the response opened")
-    return ResponseInProgress(response=log.opening)
+        It carries the response as folded up to the last event whose projection the
+        client has whole, with status ``in_progress``: a client that replaces its state
+        with this object (openai-node does) must be able to apply the next delta to it.
+        The producer may already have folded events whose wire events are still queued,
+        so the live Snapshot is used only when it is exactly that far; otherwise the
+        prefix is folded again (rare: a keepalive racing a burst).
+        """
+        done = bisect.bisect_right(self.projected, projected_sent)
+        if done == 0:
+            raise RuntimeError("keepalive before the response opened")
+        snapshot = self.snapshot if done == len(self.events) else fold(self.events[:done])
+        body = snapshot.body()
+        body["status"] = "in_progress"
+        return ResponseInProgress(response=body)

@@ -234,7 +234,10 @@ class ItemTracker:
             )
             if outcome.reason == "length":
                 return [Incomplete(reason="max_output_tokens", usage=usage)]
-            return [*self._close(), Completed(usage=usage, completed_at=self._now())]
+            return [
+                *self._close(),
+                Completed(usage=usage, completed_at=self._now(), stop_sequence=outcome.stop_sequence),
+            ]
         assert isinstance(outcome, EngineFailed)
         usage = Usage.of(
             input_tokens=outcome.prompt_tokens,

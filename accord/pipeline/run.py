@@ -35,7 +35,7 @@ from accord.engine.protocol import Engine, GenerationRequest
 from accord.errors import GenerationError, ProtocolViolation
 from accord.events.generation import EngineFailed, GenerationOutput
 from accord.events.response import Failed, Opened
-from accord.events.wire import EventLog, WireEvent, keepalive_event
+from accord.events.wire import EventLog, WireEvent
 from accord.pipeline.guard import TerminalGuard
 from accord.pipeline.items import ItemTracker
 from accord.pipeline.keepalive import EgressItem, Keepalive
@@ -115,9 +115,14 @@ class ResponseRun:
                         if batch is not None:
                             out.extend(batch)
                         elif not guard.terminated:
+                            seq = self.sequencer.next + len(out)
+                            # Every number not a keepalive's went to a projected event.
+                            projected_sent = seq - len(self.keepalive_seqs)
+                            if self.log.terminated and projected_sent == self.log.projected[-1]:
+                                continue  # the terminal event is already in this burst
                             self.keepalives_sent += 1
-                            self.keepalive_seqs.append(self.sequencer.next + len(out))
-                            out.append(keepalive_event(self.log))
+                            self.keepalive_seqs.append(seq)
+                            out.append(self.log.keepalive(projected_sent))
                     if out:
                         await egress(out)
         return self.log
@@ -137,6 +142,11 @@ class ResponseRun:
                                 send.send_nowait(batch)
                             except anyio.WouldBlock:
                                 await send.send(batch)
+            except anyio.BrokenResourceError:
+                # The consumer has left: the run was cancelled (the client went away) while this
+                # task was between two awaits, so its cancellation had not reached it yet. That
+                # is a stop, not a failure: nothing is appended and nobody is left to tell.
+                return
             except Exception as exc:  # the one place every failure becomes a terminal event
                 log.exception("response run failed", response_id=self.opened.response_id)
                 if not self.log.terminated:

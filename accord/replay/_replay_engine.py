@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 
 
@@ -37,6 +37,10 @@ class TraceEngine:
     @property
     def model_name(self) -> str:
         return self._model_name
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities()  # it plays what it was given: nothing to constrain or tokenise
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         # No pause between events: how the egress batches them changes no byte of the stream.

@@ -229,4 +229,58 @@ _CLASSES: tuple[DefectClass, ...] = (
     ),
 )
 
-DEFECT_CLASSES: dict[str, DefectClass] = {c.code: c for c in _CLASSES}
+#: Chat Completions and Messages captures (``protocol_check.py``).
+_PROTOCOL_CLASSES: tuple[DefectClass, ...] = (
+    DefectClass(
+        "messages_grammar",
+        "Messages event grammar broken",
+        "streams",
+        "events out of Anthropic's order: message_start, blocks (start, deltas, stop), message_delta, message_stop",
+    ),
+    DefectClass(
+        "messages_after_end", "events after message_stop", "streams", "the stream goes on after its end"
+    ),
+    DefectClass(
+        "block_index_gap",
+        "content block index skipped or repeated",
+        "streams",
+        "a content_block_start not at the next index; the anthropic SDK indexes blocks by position",
+    ),
+    DefectClass(
+        "delta_kind_mismatch",
+        "delta of another block's kind",
+        "streams",
+        "a text_delta in a tool_use block, or the like; the SDK's accumulator drops or misfiles it",
+    ),
+    DefectClass(
+        "tool_input_not_json",
+        "tool input deltas are not JSON",
+        "streams",
+        "a tool_use block's input_json_delta text does not parse; the SDK raises at the block's end",
+    ),
+    DefectClass(
+        "tool_call_index_gap",
+        "tool-call index skipped",
+        "streams",
+        "a Chat Completions tool call opens at an index past the next one",
+    ),
+    DefectClass(
+        "chat_call_reopened",
+        "tool call's id or name repeated",
+        "streams",
+        "openai's accumulator concatenates every string, so a repeated name is doubled",
+    ),
+    DefectClass("chat_role_repeated", "role repeated", "streams", "role sent in more than the first chunk"),
+    DefectClass(
+        "chat_grammar",
+        "Chat Completions chunk order broken",
+        "streams",
+        "no finish_reason, two of them, or a call opened without its id and name",
+    ),
+    DefectClass("chat_after_done", "chunks after the end", "streams", "data after [DONE] or the error chunk"),
+)
+
+#: The classes of Responses streams, and those only Chat Completions and Messages captures have.
+RESPONSES_CLASSES = frozenset(c.code for c in _CLASSES)
+PROTOCOL_CLASSES = frozenset(c.code for c in _PROTOCOL_CLASSES)
+DEFECT_CLASSES: dict[str, DefectClass] = {c.code: c for c in (*_CLASSES, *_PROTOCOL_CLASSES)}

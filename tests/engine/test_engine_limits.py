@@ -108,9 +108,7 @@ def test_closing_the_engine_fails_what_is_running_and_refuses_new_work() -> None
 def test_dense_weights_the_gpu_path_uses_give_the_same_answer() -> None:
     """Every matrix dense (what a GPU runs) and no 4-bit kernel: still Paris."""
     engine = LocalEngine.load(packaged_model_path(), kv_cache_tokens=256, quantized=False)
-    request = GenerationRequest(
-        prompt=chatml("What is the capital of France?"), max_tokens=12, sampling=GREEDY
-    )
+    request = GenerationRequest(prompt=chatml("Name the capital of France."), max_tokens=12, sampling=GREEDY)
     try:
         events = anyio.run(collect, engine, request)
     finally:

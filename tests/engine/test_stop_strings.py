@@ -8,26 +8,30 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accord.engine.local._sequence import StopMatcher
+from accord.engine.scripted import _stop_cut
 
 
-def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, bool]:
+def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, str | None]:
     matcher = StopMatcher(stops)
     out = []
     for piece in pieces:
         out.append(matcher.feed(piece))
         if matcher.stopped:
-            return "".join(out), True
+            return "".join(out), matcher.matched
     out.append(matcher.flush())
-    return "".join(out), False
+    assert matcher.matched is None
+    return "".join(out), None
 
 
-def whole(stops: tuple[str, ...], text: str) -> tuple[str, bool]:
-    """Character by character: stop where a stop string is first completed, cutting the longest."""
+def whole(stops: tuple[str, ...], text: str) -> tuple[str, str | None]:
+    """Character by character: stop where a stop string is first completed, cutting the longest;
+    the stop string that was cut is the one reported."""
     for end in range(1, len(text) + 1):
         done = [s for s in stops if s and text[:end].endswith(s)]
         if done:
-            return text[: end - max(len(s) for s in done)], True
-    return text, False
+            longest = max(done, key=len)
+            return text[: end - len(longest)], longest
+    return text, None
 
 
 @given(
@@ -41,6 +45,9 @@ def test_streamed_stop_matching_equals_matching_the_whole_text(
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert feed_all(tuple(stops), pieces) == whole(tuple(stops), text)
+    # The scripted engine cuts its chunks at the same place and reports the same string.
+    kept, matched = _stop_cut(pieces, tuple(stops))
+    assert ("".join(kept), matched) == whole(tuple(stops), text)
 
 
 def test_the_first_completed_stop_string_wins_even_if_a_longer_one_started_earlier() -> None:

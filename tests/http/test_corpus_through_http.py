@@ -83,7 +83,7 @@ def _anonymise(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 async def _both(app: AccordApp, body: dict[str, Any]) -> tuple[httpx.Response, httpx.Response]:
     """The same request streamed and not, in one event loop (the app lives in one loop)."""
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30) as client:
         streamed = await client.post("/v1/responses", json={**body, "stream": True})
         plain = await client.post("/v1/responses", json=body)
         return streamed, plain

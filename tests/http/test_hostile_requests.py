@@ -95,7 +95,7 @@ def _app(tmp: Path) -> AccordApp:
 
 async def _post(app: AccordApp, content: bytes) -> httpx.Response:
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         return await client.post(
             "/v1/responses", content=content, headers={"content-type": "application/json"}
         )

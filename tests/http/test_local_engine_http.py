@@ -46,7 +46,7 @@ def server(engine: LocalEngine, tmp_path: Path) -> Iterator[Any]:
 
 def test_streamed_and_plain_answers_agree_and_usage_is_the_engines(server: Any, engine: LocalEngine) -> None:
     c = openai.OpenAI(base_url=server.v1, api_key="x", max_retries=0, timeout=60)
-    body = {"model": "SmolLM2-135M-Instruct", "input": "What is the capital of France?", "temperature": 0}
+    body = {"model": "SmolLM2-135M-Instruct", "input": "Name the capital of France.", "temperature": 0}
     events = [
         e.model_dump(mode="json", exclude_unset=True)
         for e in c.responses.create(**body, stream=True, max_output_tokens=24)
@@ -58,7 +58,7 @@ def test_streamed_and_plain_answers_agree_and_usage_is_the_engines(server: Any, 
     # The prompt as the service rendered it, tokenised by the engine's own tokenizer.
     service = server.app.service
     request = decode_request(
-        b'{"input": "What is the capital of France?"}',
+        b'{"input": "Name the capital of France."}',
         RequestLimits(max_input_items=10, max_tools=10, max_string_chars=10_000),
     )
     prompt = service.renderer.render(normalize(request, options=NormalizeOptions()))

@@ -321,7 +321,8 @@ def test_count_tokens_takes_the_same_conversation_without_max_tokens() -> None:
     [
         ({"messages": [{"role": "user", "content": "x"}], "max_tokens": None}, "max_tokens"),
         ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, "max_tokens"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "system", "content": "x"}]}, "messages"),
         ({"messages": [{"role": "user", "content": []}]}, "messages[0].content"),
         ({"messages": [{"role": "user", "content": ""}]}, "messages[0].content"),
         (
@@ -383,3 +384,32 @@ def test_refusals_take_anthropics_error_shape() -> None:
         "error": {"type": "invalid_request_error", "message": "bad"},
     }
     assert error_body("busy", status=529)["error"]["type"] == "overloaded_error"
+
+
+def test_a_system_turn_inside_messages_is_system_context_not_the_last_input() -> None:
+    """Claude Code 2.1 sends its environment notes as a ``system`` turn after the user's."""
+    conversation = _messages(
+        {
+            "system": "You are terse.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+                {"role": "system", "content": [{"type": "text", "text": "# Environment\ncwd: /x"}]},
+            ],
+        }
+    )
+    assert [m.role for m in conversation.messages].count("system") >= 1
+    assert any("cwd: /x" in m.text for m in conversation.messages if m.role == "system")
+    assert conversation.last_input == "list files" and conversation.last_item_type == "message"
+    with pytest.raises(RequestError) as refused:
+        _messages(
+            {
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {
+                        "role": "system",
+                        "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+                    },
+                ]
+            }
+        )
+    assert refused.value.param == "messages[1].content[0].type"

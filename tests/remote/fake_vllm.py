@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,6 +53,10 @@ class Behaviour:
     healthy: bool = True
     #: Prefill only: the single token is EOS, so no handoff (finish "stop", no parameters).
     prefill_finishes: bool = False
+    #: ``Retry-After`` sent with the ``fail_next`` answers.
+    retry_after: str | None = None
+    #: Like ``vllm serve --api-key``: every /v1 route wants this bearer token.
+    api_key: str | None = None
 
 
 @dataclass
@@ -112,6 +116,7 @@ class FakeVLLM:
         self.in_flight = 0
         self.max_in_flight = 0
         self.probes = 0
+        self.unauthorised = 0
         self._prompts: list[tuple[Any, ...]] = []
         self._ids = itertools.count(1)
 
@@ -129,6 +134,12 @@ class FakeVLLM:
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
+        if self.behaviour.api_key is not None and path.startswith("/v1/"):
+            sent = dict(scope.get("headers", [])).get(b"authorization", b"").decode()
+            if sent != f"Bearer {self.behaviour.api_key}":
+                self.unauthorised += 1
+                await _json(send, 401, {"error": "Unauthorized"})
+                return
         if path in ("/v1/models", "/health") and method == "GET":
             self.probes += 1
             if not self.behaviour.healthy:
@@ -199,7 +210,8 @@ class FakeVLLM:
         b, body = self.behaviour, seen.body
         if b.fail_next:
             status = b.fail_next.pop(0)
-            await _json(send, status, _error(f"fake failure {status}", status))
+            extra = [(b"retry-after", b.retry_after.encode())] if b.retry_after is not None else []
+            await _json(send, status, _error(f"fake failure {status}", status), extra)
             return
         prompt = body.get("prompt")
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
@@ -364,13 +376,17 @@ def _error(message: str, status: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": status}}
 
 
-async def _json(send: Send, status: int, payload: Any) -> None:
+async def _json(send: Send, status: int, payload: Any, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(payload).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

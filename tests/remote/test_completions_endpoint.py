@@ -14,7 +14,7 @@ import pytest
 
 from accord.adapters.build import build_app
 from accord.config import Settings
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest
 from accord.engine.scripted import ScriptedEngine
 from accord.events.generation import Chunk, GenerationOutput
 from tests.oracle import check_stream
@@ -157,6 +157,7 @@ def outer(inner: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
     settings = Settings(
         engine="remote",
         upstream=[inner.base_url],
+        chat_template="plain",
         data_dir=tmp_path_factory.mktemp("outer"),
         reasoning_parser="none",
         tool_parser="none",
@@ -213,6 +214,7 @@ class _Breaking:
     """An engine with a bug: it raises after its first chunk."""
 
     model_name = "breaking"
+    capabilities = EngineCapabilities()
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         yield Chunk(text="half")

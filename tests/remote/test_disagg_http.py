@@ -29,6 +29,7 @@ LEAKS = (b"kv_transfer", b"do_remote", b"remote_", b"engine-p", INTERNAL_HOST.en
 def _settings(split: Fleet, tmp: Path, **extra: Any) -> Settings:
     values: dict[str, Any] = {
         "engine": "remote",
+        "chat_template": "plain",
         "prefill_upstream": split.urls[:2],
         "decode_upstream": split.urls[2:],
         "data_dir": tmp / "data",

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from accord.engine import tokens
-from accord.engine.protocol import GenerationRequest, Sampling
+from accord.engine.protocol import GenerationRequest, OutputConstraint, Sampling
 from accord.engine.remote import RemoteEngine
 from accord.engine.upstream import HttpSession, ModelFiles, load_model_files
 from accord.events.generation import Chunk
@@ -288,3 +288,19 @@ def test_without_a_tokenizer_prompts_are_counted_by_the_upstream(fleet: Fleet) -
             await engine.aclose()
 
     assert anyio.run(main) == len(tokens.token_ids("count me, exactly: 1 2 3"))
+
+
+def test_a_json_schema_goes_upstream_as_response_format(fleet: Fleet) -> None:
+    """The OpenAI-compatible form vLLM, SGLang and llama-server take; a free request sends none."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    constraint = OutputConstraint(json_schema=json.dumps(schema), name="thing")
+    engine = _engine(fleet.urls[:1])
+    assert engine.capabilities.json_schema and not engine.capabilities.tool_calls
+    _generate("asyncio", engine, GenerationRequest(prompt="p", max_tokens=2, constraint=constraint))
+    body = fleet.fakes[0].seen[-1].body
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "thing", "schema": schema},
+    }
+    _generate("asyncio", _engine(fleet.urls[:1]), GenerationRequest(prompt="p", max_tokens=2))
+    assert "response_format" not in fleet.fakes[0].seen[-1].body

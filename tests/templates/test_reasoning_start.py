@@ -133,7 +133,7 @@ NO_THINK_TEMPLATE = (
 async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Response]:
     """Non-streamed and streamed, in one event loop (the app lives in one loop)."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30) as client:
         return [await client.post("/v1/responses", json={**body, "stream": s}) for s in (False, True)]
 
 

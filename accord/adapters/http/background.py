@@ -22,6 +22,7 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
+from accord.adapters.http.admission import Ticket
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.runner import Outcome, Runner, Stop
 from accord.adapters.service import Prepared
@@ -124,7 +125,16 @@ class BackgroundRuns:
                 for live in list(self.live.values()):
                     live.stop(Stop.SHUTDOWN)
 
-    async def start(self, ex: Exchange, prepared: Prepared) -> None:
+    async def start(self, ex: Exchange, prepared: Prepared, *, ticket: Ticket | None = None) -> None:
+        """Start ``prepared`` in the background; ``ticket`` (admission) is given back when it ends."""
+        try:
+            await self._start(ex, prepared, ticket)
+        except BaseException:
+            if ticket is not None and prepared.run.opened.response_id not in self.live:
+                ticket.release()
+            raise
+
+    async def _start(self, ex: Exchange, prepared: Prepared, ticket: Ticket | None) -> None:
         request = prepared.request
         if request.store is False:
             raise RequestError("Background responses must be stored; 'store' cannot be false.", param="store")
@@ -140,13 +150,13 @@ class BackgroundRuns:
         )
         await self.store.save(record, items)
         self.live[live.response_id] = live
-        self._group.start_soon(self._run, live)
+        self._group.start_soon(self._run, live, ticket)
         if request.stream:
             await stream_live(ex, live, -1)
         else:
             await ex.json(200, fold([opening]).body())
 
-    async def _run(self, live: LiveRun) -> None:
+    async def _run(self, live: LiveRun, ticket: Ticket | None = None) -> None:
         async def cancel_requested() -> Stop:
             while True:
                 await anyio.sleep(CANCEL_POLL_S)
@@ -163,6 +173,8 @@ class BackgroundRuns:
         finally:
             live.done.set()
             self.live.pop(live.response_id, None)
+            if ticket is not None:
+                ticket.release()
 
 
 async def stream_live(ex: Exchange, live: LiveRun, starting_after: int) -> None:

@@ -10,6 +10,7 @@ in far fewer tokens, and a value that this server did not seal is never trusted.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -17,7 +18,7 @@ import msgspec
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.framing import client_gone, failure_status
-from accord.adapters.requests import ChatMessage, TextPart
+from accord.adapters.requests import ChatMessage, ResponsesRequest, TextPart
 from accord.adapters.runner import Collected
 from accord.adapters.service import Prepared
 from accord.errors import RequestError
@@ -41,12 +42,40 @@ async def input_tokens(ctx: Context, ex: Exchange) -> None:
     await ex.json(200, {"object": "response.input_tokens", "input_tokens": count})
 
 
-def _user_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [item for item in items if item.get("type", "message") == "message" and item.get("role") == "user"]
+def _user_messages(items: list[dict[str, Any]], new_id: Callable[[str], str]) -> list[dict[str, Any]]:
+    """The user turns as full ``message`` items (type, id, status, content parts), as the
+    Open Responses item schema requires of a compacted output."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if item.get("type", "message") != "message" or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        given = item.get("id")
+        out.append(
+            {
+                "type": "message",
+                "id": given if isinstance(given, str) and given else new_id("msg"),
+                "status": item.get("status") or "completed",
+                "role": "user",
+                "content": [{"type": "input_text", "text": content}] if isinstance(content, str) else content,
+            }
+        )
+    return out
 
 
 async def compact(ctx: Context, ex: Exchange) -> None:
     request = await ctx.read_request(ex)
+    ticket = await ctx.admit()
+    try:
+        await _compact(ctx, ex, request)
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+async def _compact(ctx: Context, ex: Exchange, request: ResponsesRequest) -> None:
+    if not request.model:
+        raise RequestError("model is required to compact a conversation", param="model")
     service = ctx.service
     if service.sealer is None:
         raise RequestError("compaction needs a sealing key, and this server has none", status=501)
@@ -93,7 +122,7 @@ async def compact(ctx: Context, ex: Exchange) -> None:
             "id": service.new_id("resp"),
             "object": "response.compaction",
             "created_at": int(time.time()),
-            "output": [*_user_messages([*history, *conversation.input_items]), compaction],
+            "output": [*_user_messages([*history, *conversation.input_items], service.new_id), compaction],
             "usage": snapshot.usage,
         },
     )

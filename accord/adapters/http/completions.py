@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import msgspec
@@ -31,7 +31,7 @@ from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange, error_body
 from accord.adapters.http.framing import client_gone, failure_status
 from accord.adapters.runner import Stop
-from accord.engine.protocol import Engine, GenerationRequest, RequestHints, Sampling
+from accord.engine.protocol import Engine, GenerationRequest, PromptTokenizer, RequestHints, Sampling
 from accord.engine.upstream import NoHealthyUpstream
 from accord.errors import RequestError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
@@ -42,12 +42,6 @@ _json = msgspec.json.Encoder()
 _DONE = b"data: [DONE]\n\n"
 #: Failure kinds whose message is the engine's own words and may be shown (SPEC W6).
 _SHOWN = frozenset({"context_length_exceeded", "engine_error"})
-
-
-class _Tokenizer(Protocol):
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: Sequence[int]) -> str: ...
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -77,7 +71,7 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
 _decode = msgspec.json.Decoder(CompletionRequest)
 
 
-def _request(raw: bytes) -> CompletionRequest:
+def _request(raw: bytes | bytearray) -> CompletionRequest:
     try:
         request = _decode.decode(raw)
     except msgspec.ValidationError as exc:
@@ -85,6 +79,8 @@ def _request(raw: bytes) -> CompletionRequest:
         raise RequestError(f"invalid request: {exc}", param=path) from None
     except msgspec.DecodeError as exc:
         raise RequestError(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError("request body is nested too deeply", code="invalid_json") from None
     for name, bad, why in (
         ("n", request.n != 1, "only n=1 is supported"),
         ("echo", request.echo, "echo is not supported"),
@@ -98,7 +94,7 @@ def _request(raw: bytes) -> CompletionRequest:
     return request
 
 
-def _prompt(request: CompletionRequest, tokenizer: _Tokenizer | None) -> tuple[str, list[int] | None]:
+def _prompt(request: CompletionRequest, tokenizer: PromptTokenizer | None) -> tuple[str, list[int] | None]:
     """The prompt as text, and as token ids when the client sent ids."""
     prompt = request.prompt
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
@@ -158,9 +154,17 @@ def _error_of(failure: EngineFailed) -> tuple[int, dict[str, Any]]:
 
 async def create_completion(ctx: Context, ex: Exchange) -> None:
     request = _request(await ex.read_body(ctx.max_body_bytes))
-    ctx.refuse_if_draining()
+    ticket = await ctx.admit()
+    try:
+        await _complete(ctx, ex, request)
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+async def _complete(ctx: Context, ex: Exchange, request: CompletionRequest) -> None:
     engine = ctx.service.engine
-    tokenizer: _Tokenizer | None = getattr(engine, "tokenizer", None)
+    tokenizer = engine.capabilities.tokenizer
     text, ids = _prompt(request, tokenizer)
     prompt_ids = ids
     if prompt_ids is None and request.return_token_ids and tokenizer is not None:
@@ -312,7 +316,7 @@ async def _relay(
 
 def model_lister(engine: Engine) -> Callable[[], Awaitable[list[str]]]:
     """What ``/v1/models`` lists: the upstreams' models when the engine fronts some, else its own."""
-    upstream_models = getattr(engine, "upstream_models", None)
+    upstream_models = engine.capabilities.upstream_models
     if upstream_models is None:
 
         async def own() -> list[str]:

@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from accord.adapters.http.admission import Admission, Ticket
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.exchange import Exchange
+from accord.adapters.http.offload import Decoder
 from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
 from accord.adapters.runner import Runner
 from accord.adapters.service import Service
 from accord.adapters.store import ResponseStore
-from accord.errors import RequestError
+from accord.errors import Overloaded
+
+#: The write timeout after the shutdown deadline: the last frames of a stream whose client
+#: does not read are given this long before the stream is given up.
+SHUTDOWN_WRITE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -30,16 +36,40 @@ class Context:
     store: ResponseStore | None = None
     #: Runs ``background: true`` requests; None where nothing can hold them (no store).
     background: BackgroundRuns | None = None
+    #: Decodes large bodies off the event loop; None: every body is decoded in place.
+    decoder: Decoder | None = None
+    #: Bounds the generation requests running and waiting; None: no bound.
+    admission: Admission | None = None
+    #: Seconds a request body may take to arrive (None: no limit).
+    body_timeout: float | None = None
+    #: Seconds one write may wait for a client that does not read (None: no limit).
+    write_timeout: float | None = None
+
+    def write_budget(self) -> float | None:
+        """The write timeout now: short once the shutdown deadline has passed, so the exit is prompt."""
+        if self.runner.lifecycle.shutdown_deadline.is_set():
+            return min(SHUTDOWN_WRITE_S, self.write_timeout or SHUTDOWN_WRITE_S)
+        return self.write_timeout
 
     def refuse_if_draining(self) -> None:
         if self.runner.lifecycle.draining:
-            raise RequestError(
-                "server is shutting down", status=503, code="server_shutting_down", type="server_error"
+            raise Overloaded(
+                "server is shutting down", status=503, retry_after=5, code="server_shutting_down"
             )
+
+    async def admit(self) -> Ticket | None:
+        """A place among the running requests (429/503 when there is none); None without a bound."""
+        if self.admission is None:
+            self.refuse_if_draining()
+            return None
+        return await self.admission.admit(draining=self.runner.lifecycle.draining)
 
     async def read_request(self, ex: Exchange) -> ResponsesRequest:
         """The body of a Responses request, decoded under the server's limits."""
-        return decode_request(await ex.read_body(self.max_body_bytes), self.limits)
+        body = await ex.read_body(self.max_body_bytes)
+        if self.decoder is not None:
+            return await self.decoder.decode(body)
+        return decode_request(body, self.limits)
 
 
 Handler = Callable[[Context, Exchange], Awaitable[None]]

@@ -37,6 +37,7 @@ class _OnExchange:
 
     def __init__(self, ex: Exchange) -> None:
         self.ex = ex
+        ex.driven = True
 
     @property
     def status(self) -> int:

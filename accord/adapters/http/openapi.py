@@ -9,6 +9,10 @@ from typing import Any
 import msgspec
 
 import accord
+from accord.adapters.http.completions import CompletionRequest
+from accord.adapters.http.openapi_protocols import PROTOCOL_TYPES, protocol_paths
+from accord.adapters.http.operations import ERROR_STATUSES
+from accord.adapters.http.operations import operations as described_operations
 from accord.adapters.requests import ResponsesRequest
 from accord.events.items import OutputItem, Usage
 from accord.events.wire import AnyWireEvent
@@ -23,8 +27,9 @@ def _path_template(pattern: str) -> str:
 
 def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
     """The document: the responses route in full, every other route (``(method, regex, name)``) listed."""
-    (request, event, item, usage), components = msgspec.json.schema_components(
-        [ResponsesRequest, AnyWireEvent, OutputItem, Usage], ref_template="#/components/schemas/{name}"
+    (request, event, item, usage, completion, *protocols), components = msgspec.json.schema_components(
+        [ResponsesRequest, AnyWireEvent, OutputItem, Usage, CompletionRequest, *PROTOCOL_TYPES],
+        ref_template="#/components/schemas/{name}",
     )
     error = {
         "type": "object",
@@ -61,13 +66,9 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
             "description": text,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
-        for code, text in (
-            (400, "invalid request"),
-            (401, "bad API key"),
-            (404, "not found"),
-            (413, "body too large"),
-        )
+        for code, text in ERROR_STATUSES
     }
+    known = described_operations(request, completion)
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "accord", "version": accord.__version__},
@@ -89,9 +90,15 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
                 }
             },
         },
-        "components": {"schemas": components},
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        # Bearer when the server has --api-key; without one every route is open.
+        "security": [{"bearer": []}, {}],
     }
     paths = document["paths"]
+    paths.update(protocol_paths(components, protocols))
     for method, pattern, name in routes:
         path = _path_template(pattern)
         operations = paths.setdefault(path, {})
@@ -101,9 +108,14 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
             {"name": group, "in": "path", "required": True, "schema": {"type": "string"}}
             for group in _GROUP.findall(pattern)
         ]
-        operation: dict[str, Any] = {"operationId": name}
+        described = known.get((method.lower(), path), {})
+        operation: dict[str, Any] = {"operationId": name, **described}
+        parameters += described.get("parameters", [])
         if parameters:
             operation["parameters"] = parameters
-        operation["responses"] = {"200": {"description": "OK"}, **errors}
+        operation["responses"] = {
+            **described.get("responses", {"200": {"description": "OK"}}),
+            **errors,
+        }
         operations[method.lower()] = operation
     return document

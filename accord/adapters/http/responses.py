@@ -13,13 +13,18 @@ from accord.errors import RequestError
 async def create_response(ctx: Context, ex: Exchange) -> None:
     started = time.perf_counter()
     request = await ctx.read_request(ex)
-    ctx.refuse_if_draining()
-    prepared = await ctx.service.prepare(request)
-    if request.background:
-        # S4: the run outlives this exchange; whoever holds background runs answers it.
-        if ctx.background is None:
-            raise RequestError("background responses need a response store", param="background")
-        await ctx.background.start(ex, prepared)
-        return
-    framing = SseFraming(ex) if request.stream else JsonFraming(ex)
-    await ctx.runner.drive(prepared, framing, watchers=[client_gone(ex)], started=started)
+    if request.background and ctx.background is None:
+        raise RequestError("background responses need a response store", param="background")
+    ticket = await ctx.admit()
+    try:
+        prepared = await ctx.service.prepare(request)
+        if request.background and ctx.background is not None:
+            # S4: the run outlives this exchange and keeps the ticket until it ends.
+            held, ticket = ticket, None
+            await ctx.background.start(ex, prepared, ticket=held)
+            return
+        framing = SseFraming(ex) if request.stream else JsonFraming(ex)
+        await ctx.runner.drive(prepared, framing, watchers=[client_gone(ex)], started=started)
+    finally:
+        if ticket is not None:
+            ticket.release()

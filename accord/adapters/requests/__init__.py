@@ -16,12 +16,14 @@ from ._conversation import (
     TextPart,
     ToolCallRef,
 )
-from ._decode import RequestLimits, decode_request
+from ._decode import decode_request
 from ._echo import response_echo
+from ._limits import RequestLimits
 from ._messages import decode_count_tokens_request, decode_messages_request, normalize_messages
 from ._messages_wire import CountTokensRequest, MessagesRequest
-from ._normalize import NormalizeOptions, normalize, referenced_ids
+from ._normalize import NormalizeOptions, convert_item, explicit_item, normalize, referenced_ids
 from ._parts import IMAGE_PLACEHOLDER
+from ._refs import conversation_ref
 from ._tools import WEB_SEARCH_REFUSAL
 from ._wire import ResponsesRequest
 from .sealing import Sealer
@@ -43,10 +45,13 @@ __all__ = [
     "Sealer",
     "TextPart",
     "ToolCallRef",
+    "conversation_ref",
+    "convert_item",
     "decode_chat_request",
     "decode_count_tokens_request",
     "decode_messages_request",
     "decode_request",
+    "explicit_item",
     "normalize",
     "normalize_chat",
     "normalize_messages",

@@ -15,14 +15,15 @@ import msgspec
 
 from accord.errors import RequestError
 
-from ._decode import RequestLimits, _check_strings, _validation_error
+from ._decode import _check_strings, _validation_error
+from ._limits import RequestLimits
 
 T = TypeVar("T")
 
 _TOP_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
 
 
-def decode_object(body: bytes, limits: RequestLimits) -> dict[str, Any]:
+def decode_object(body: bytes | bytearray, limits: RequestLimits) -> dict[str, Any]:
     """The body as a JSON object whose strings are all within the limit."""
     try:
         raw = msgspec.json.decode(body)
@@ -32,7 +33,7 @@ def decode_object(body: bytes, limits: RequestLimits) -> dict[str, Any]:
         raise RequestError("The request body is nested too deeply.", code="invalid_json") from None
     if not isinstance(raw, dict):
         raise RequestError("The request body must be a JSON object.")
-    _check_strings(raw, limits.max_string_chars)
+    _check_strings(raw, limits.max_string_chars, limits.max_json_depth)
     return raw
 
 

@@ -43,7 +43,7 @@ from ._chat_wire import (
     UserPart,
 )
 from ._conversation import Conversation, ToolChoiceValue
-from ._decode import RequestLimits
+from ._limits import RequestLimits
 from ._normalize import NormalizeOptions, _item_text, _Turns, explicit_item
 from ._tools import custom_tool_spec, function_tool_spec, resolve_tool_choice, unique_tools
 

@@ -1,8 +1,12 @@
 """Bytes -> :class:`ResponsesRequest`, or a 400 that names the JSON path (SPEC I11, I12).
 
-Strategy: decode the JSON once into plain values, walk it once (iteratively: depth is the
-client's to choose) to enforce the limits and to give untagged items their tag, then let
-msgspec convert the tree into typed structs. msgspec's own validation messages end in
+Strategy: first a shape pass (:mod:`._shape`) that counts items, parts and tools and sizes
+every schema without building the body, so a body over a limit costs almost nothing; then
+decode the JSON once into plain values, walk it once (iteratively: depth is the client's to
+choose) to enforce the string and nesting limits and to give untagged items their tag, then
+let msgspec convert the tree into typed structs. The walk keeps, per container, only a link
+to its parent; the JSON path is spelled out only for the node an error reports, so the walk
+costs O(size) with no string built per node. msgspec's own validation messages end in
 `` - at `$.input[3].content` ``; that path becomes the error's ``param``. Whatever the
 bytes, the only exception that leaves :func:`decode_request` is :class:`RequestError`.
 """
@@ -10,12 +14,14 @@ bytes, the only exception that leaves :func:`decode_request` is :class:`RequestE
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
 from accord.errors import RequestError
 
+from ._limits import RequestLimits
+from ._shape import check_shape
 from ._wire import (
     HOSTED_TOOL_TYPES,
     ITEM_TYPES,
@@ -25,24 +31,9 @@ from ._wire import (
     ResponsesRequest,
 )
 
-
-class RequestLimits(msgspec.Struct, frozen=True, kw_only=True):
-    """Bounds on what one request may carry (the body size itself is the HTTP layer's)."""
-
-    max_input_items: int = 10_000
-    max_tools: int = 512
-    max_string_chars: int = 8 * 1024 * 1024
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> RequestLimits:
-        return cls(
-            max_input_items=settings.max_input_items,
-            max_tools=settings.max_tools,
-            max_string_chars=settings.max_string_chars,
-        )
-
-
 _AT = re.compile(r"^(?P<msg>.*?) - at `\$(?P<path>[^`]*)`$", re.S)
+#: msgspec's spelling for a bad dict key: ``... - at `key` in `$.metadata```.
+_AT_KEY = re.compile(r"^(?P<msg>.*?) - at `key` in `\$(?P<path>[^`]*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
 
 
@@ -59,6 +50,10 @@ def join(base: str | None, key: str | int) -> str:
 
 def _validation_error(exc: msgspec.ValidationError) -> RequestError:
     text = str(exc)
+    key = _AT_KEY.match(text)
+    if key is not None:
+        param = _path_param(key["path"])
+        return RequestError(f"Invalid key in '{param or 'body'}': {key['msg']}.", param=param)
     match = _AT.match(text)
     if match is None:
         return RequestError(f"Invalid request: {text}")
@@ -70,8 +65,19 @@ def _validation_error(exc: msgspec.ValidationError) -> RequestError:
     return RequestError(f"Invalid value at '{param or 'body'}': {message}.", param=param)
 
 
-def decode_request(body: bytes, limits: RequestLimits) -> ResponsesRequest:
+#: Below this size a body whose shape is wrong is decoded in full for the exact message.
+_FULL_MESSAGE_BYTES = 1 << 20
+
+
+def decode_request(body: bytes | bytearray, limits: RequestLimits) -> ResponsesRequest:
     """Decode and validate one request body; raise :class:`RequestError` (400) for anything wrong."""
+    try:
+        check_shape(body, limits)
+    except msgspec.ValidationError as exc:
+        if len(body) > _FULL_MESSAGE_BYTES:
+            raise _validation_error(exc) from None
+    except msgspec.DecodeError:
+        pass  # the full decode below names the JSON error
     try:
         raw = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
@@ -80,7 +86,7 @@ def decode_request(body: bytes, limits: RequestLimits) -> ResponsesRequest:
         raise RequestError("The request body is nested too deeply.", code="invalid_json") from None
     if not isinstance(raw, dict):
         raise RequestError("The request body must be a JSON object.")
-    _check_strings(raw, limits.max_string_chars)
+    _check_strings(raw, limits.max_string_chars, limits.max_json_depth)
     _prepare(raw, limits)
     try:
         return msgspec.convert(raw, ResponsesRequest)
@@ -88,21 +94,48 @@ def decode_request(body: bytes, limits: RequestLimits) -> ResponsesRequest:
         raise _validation_error(exc) from None
 
 
-def _check_strings(raw: dict[str, Any], max_chars: int) -> None:
-    """One pass over every string (keys too): no single string may exceed the limit."""
-    stack: list[tuple[Any, str | None]] = [(raw, None)]
+#: A container's place in the body: its key in its parent, and the parent's own place.
+_Place: TypeAlias = "tuple[str | int, _Place] | None"
+
+
+def _spell(place: _Place) -> str | None:
+    keys: list[str | int] = []
+    while place is not None:
+        key, place = place
+        keys.append(key)
+    path: str | None = None
+    for key in reversed(keys):
+        path = join(path, key)
+    return path
+
+
+def _check_strings(raw: dict[str, Any], max_chars: int, max_depth: int) -> None:
+    """One pass over every string (keys too) and container: lengths and nesting within limits."""
+    stack: list[tuple[Any, _Place, int]] = [(raw, None, 1)]
     while stack:
-        value, path = stack.pop()
+        value, place, depth = stack.pop()
+        if depth > max_depth:
+            path = _spell(place)
+            raise RequestError(
+                f"Nested too deeply at '{path or 'body'}': at most {max_depth} levels of arrays and "
+                "objects are accepted.",
+                param=path,
+                code="nested_too_deeply",
+            )
         if isinstance(value, dict):
             for key, child in value.items():
-                child_path = join(path, key)
                 if len(key) > max_chars:
-                    raise _too_long(path, max_chars)
-                stack.append((child, child_path))
-        elif isinstance(value, list):
-            stack.extend((child, join(path, i)) for i, child in enumerate(value))
-        elif isinstance(value, str) and len(value) > max_chars:
-            raise _too_long(path, max_chars)
+                    raise _too_long(_spell(place), max_chars)
+                if isinstance(child, dict | list):
+                    stack.append((child, (key, place), depth + 1))
+                elif isinstance(child, str) and len(child) > max_chars:
+                    raise _too_long(_spell((key, place)), max_chars)
+        else:
+            for i, child in enumerate(value):
+                if isinstance(child, dict | list):
+                    stack.append((child, (i, place), depth + 1))
+                elif isinstance(child, str) and len(child) > max_chars:
+                    raise _too_long(_spell((i, place)), max_chars)
 
 
 def _too_long(path: str | None, max_chars: int) -> RequestError:

@@ -46,6 +46,9 @@ def response_echo(req: ResponsesRequest) -> dict[str, Any]:
         "parallel_tool_calls": True if req.parallel_tool_calls is None else req.parallel_tool_calls,
         "temperature": 1.0 if req.temperature is None else req.temperature,
         "top_p": 1.0 if req.top_p is None else req.top_p,
+        # Not request fields here; required in the Response by Open Responses, at OpenAI's defaults.
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
         "max_output_tokens": req.max_output_tokens,
         "max_tool_calls": req.max_tool_calls,
         "metadata": dict(req.metadata or {}),

@@ -23,7 +23,7 @@ from accord.pipeline.segments import ToolSpec
 from . import _wire as rw
 from ._body import check_counts, convert, decode_object
 from ._conversation import Conversation, ToolChoiceValue
-from ._decode import RequestLimits
+from ._limits import RequestLimits
 from ._messages_wire import (
     Base64Source,
     ContentBlock,
@@ -76,7 +76,9 @@ def normalize_messages(
     messages = turns.finish()
     if not any(m.role != "system" for m in messages):
         raise RequestError("The request has no messages.", param="messages")
-    last = items[-1][0] if items else None
+    # A system turn after the last user turn (Claude Code's environment notes) is context, not input.
+    said = [item for item, _ in items if not (isinstance(item, rw.Message) and item.role == "system")]
+    last = said[-1] if said else None
     thinking = None if request.thinking is None else not isinstance(request.thinking, ThinkingDisabled)
     full = request if isinstance(request, MessagesRequest) else None
     return Conversation(
@@ -141,17 +143,27 @@ def _wrong_role(block: ContentBlock, role: str, where: str) -> RequestError:
 def _items(message: MessageParam, path: str) -> Iterator[tuple[rw.InputItem, str]]:
     content = message.content
     if isinstance(content, str):
-        if message.role == "user":
-            yield rw.Message(role="user", content=content), path
+        if message.role in ("user", "system"):
+            yield rw.Message(role=message.role, content=content), path
         elif content:
             yield rw.Message(role="assistant", content=[rw.OutputText(text=content)]), path
         return
     if not content:
         raise RequestError(f"Message {path} has no content.", param=f"{path}.content")
+    if message.role == "system":
+        yield rw.Message(role="system", content=list(_system_parts(content, path))), path
+        return
     if message.role == "user":
         yield from _user_blocks(content, path)
     else:
         yield from _assistant_blocks(content, path)
+
+
+def _system_parts(content: list[ContentBlock], path: str) -> Iterator[rw.ContentPart]:
+    for j, block in enumerate(content):
+        if not isinstance(block, TextBlock):
+            raise _wrong_role(block, "a system", f"{path}.content[{j}]")
+        yield rw.InputText(text=block.text)
 
 
 def _user_blocks(content: list[ContentBlock], path: str) -> Iterator[tuple[rw.InputItem, str]]:

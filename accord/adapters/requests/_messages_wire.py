@@ -91,7 +91,8 @@ ContentBlock = (
 
 
 class MessageParam(msgspec.Struct, frozen=True, kw_only=True):
-    role: Literal["user", "assistant"]
+    #: ``system`` turns inside ``messages`` come from Claude Code (2.1.x sends its reminders so).
+    role: Literal["user", "assistant", "system"]
     content: str | list[ContentBlock]
 
 

@@ -384,6 +384,17 @@ class TextConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 MetadataKey = Annotated[str, msgspec.Meta(max_length=64)]
 MetadataValue = Annotated[str, msgspec.Meta(max_length=512)]
+#: The values the Responses API documents for ``include``; anything else is a client's typo.
+Include = Literal[
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "message.input_image.image_url",
+    "message.output_text.logprobs",
+    "reasoning.encrypted_content",
+    "web_search_call.action.sources",
+    "web_search_call.results",
+]
 
 
 class ResponsesRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -394,13 +405,13 @@ class ResponsesRequest(msgspec.Struct, frozen=True, kw_only=True):
     instructions: str | None = None
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None
-    previous_response_id: str | None = None
+    previous_response_id: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     conversation: str | dict[str, Any] | None = None
     store: bool | None = None
     background: bool | None = None
     background_options: dict[str, Any] | None = None
-    include: list[str] | None = None
-    max_output_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    include: list[Include] | None = None
+    max_output_tokens: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
     max_tool_calls: Annotated[int, msgspec.Meta(ge=0)] | None = None
     parallel_tool_calls: bool | None = None
     metadata: Annotated[dict[MetadataKey, MetadataValue], msgspec.Meta(max_length=16)] | None = None

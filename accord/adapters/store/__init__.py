@@ -5,17 +5,47 @@ its projection, with the same sequence numbers as the live one. Nothing here kno
 transport; the routes that read the store live in :mod:`accord.adapters.http`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from accord.errors import StoreError
 
-from ._postgres import PostgresStore
 from ._protocol import ChainBroken, History, Page, ResponseStore, UnknownCursor
-from ._records import ResponseRecord, StoredItem, conversation_items, make_record, page_item
+from ._records import (
+    ConversationItem,
+    ConversationRecord,
+    DuplicateItem,
+    ItemPage,
+    NewItem,
+    ResponseRecord,
+    StoredItem,
+    conversation_items,
+    make_record,
+    page_item,
+)
 from ._replay import after, replay
 from ._sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from ._postgres import PostgresStore
+
+
+def __getattr__(name: str) -> Any:
+    # psycopg is an extra ([postgres]) and costs a tenth of a second to import: only on use.
+    if name == "PostgresStore":
+        from ._postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ChainBroken",
+    "ConversationItem",
+    "ConversationRecord",
+    "DuplicateItem",
     "History",
+    "ItemPage",
+    "NewItem",
     "Page",
     "PostgresStore",
     "ResponseRecord",

@@ -14,7 +14,8 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
-from accord.adapters.store._sql import Cursor, SqlStore
+from accord.adapters.store._protocol import Cursor
+from accord.adapters.store._sql import SqlStore
 
 #: Any constant: serialises schema migrations between processes.
 _MIGRATION_LOCK = 0x61636F7264

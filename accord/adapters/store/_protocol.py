@@ -7,7 +7,14 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from accord.adapters.store._records import ResponseRecord, StoredItem
+from accord.adapters.store._records import (
+    ConversationItem,
+    ConversationRecord,
+    ItemPage,
+    NewItem,
+    ResponseRecord,
+    StoredItem,
+)
 from accord.errors import StoreError
 
 Order = Literal["asc", "desc"]
@@ -88,4 +95,56 @@ class ResponseStore(Protocol):
         """Remove expired responses no stored response continues from; returns how many."""
         ...
 
+    # -- conversations (``_conversations``): a turn's items are appended atomically, in
+    # one contiguous run, so concurrent appenders never interleave two turns.
+    async def create_conversation(
+        self,
+        conversation_id: str,
+        *,
+        created_at: int,
+        metadata: dict[str, str],
+        items: Sequence[NewItem] = (),
+    ) -> ConversationRecord: ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None: ...
+
+    async def update_conversation(
+        self, conversation_id: str, *, metadata: dict[str, str]
+    ) -> ConversationRecord | None: ...
+
+    async def delete_conversation(self, conversation_id: str) -> bool: ...
+
+    async def append_conversation_items(
+        self, conversation_id: str, items: Sequence[NewItem]
+    ) -> list[ConversationItem] | None: ...
+
+    async def conversation_items(
+        self, conversation_id: str, *, after: str | None = None, limit: int = 20, order: Order = "desc"
+    ) -> ItemPage | None: ...
+
+    async def conversation_context(self, conversation_id: str) -> list[dict[str, Any]] | None: ...
+
+    async def conversation_item(self, conversation_id: str, item_id: str) -> ConversationItem | None: ...
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool: ...
+
+    async def evict(self, max_bytes: int) -> int:
+        """Delete the oldest finished responses until the stored bytes are within ``max_bytes``."""
+        ...
+
     async def aclose(self) -> None: ...
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the queries use (sqlite3 and psycopg both fit)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: Any, params: Any, /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import msgspec
 
 from accord.adapters.requests import ResponsesRequest
-from accord.errors import ProtocolViolation
+from accord.errors import ProtocolViolation, StoreError
 from accord.events.response import AnyResponseEvent, Opened, ResponseEvent, Snapshot, fold
 
 ItemRole = Literal["input", "output"]
@@ -136,3 +136,58 @@ def page_item(row: StoredItem) -> dict[str, Any]:
     item.setdefault("id", row.item_id)
     item.setdefault("type", "message")
     return item
+
+
+_item_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+class DuplicateItem(StoreError):
+    """An item id the conversation already holds (ids are unique within a conversation)."""
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(item_id)
+        self.item_id = item_id
+
+
+class ConversationRecord(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    created_at: int
+    metadata: dict[str, str]
+
+    def body(self) -> dict[str, Any]:
+        """The Conversation object as OpenAI returns it."""
+        return {
+            "id": self.id,
+            "object": "conversation",
+            "created_at": self.created_at,
+            "metadata": self.metadata,
+        }
+
+
+class ConversationItem(msgspec.Struct, frozen=True, kw_only=True):
+    position: int
+    item_id: str
+    #: The item as JSON, exactly as it was appended.
+    body: bytes
+
+    def decoded(self) -> dict[str, Any]:
+        return _item_decoder.decode(self.body)
+
+
+class ItemPage(msgspec.Struct, frozen=True, kw_only=True):
+    items: list[ConversationItem]
+    has_more: bool
+
+    def body(self) -> dict[str, Any]:
+        """The list object of ``GET /v1/conversations/{id}/items``."""
+        return {
+            "object": "list",
+            "data": [item.decoded() for item in self.items],
+            "first_id": self.items[0].item_id if self.items else None,
+            "last_id": self.items[-1].item_id if self.items else None,
+            "has_more": self.has_more,
+        }
+
+
+#: One item to append: its id (the caller mints one for an item that came without) and body.
+NewItem = tuple[str, dict[str, Any]]

@@ -16,11 +16,13 @@ import abc
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from accord.adapters.store._protocol import ChainBroken, History, Order, Page, UnknownCursor
+from accord.adapters.store._conversations import CONVERSATION_MIGRATION, ConversationQueries
+from accord.adapters.store._eviction import evict_oldest
+from accord.adapters.store._protocol import ChainBroken, Cursor, History, Order, Page, UnknownCursor
 from accord.adapters.store._records import (
     ResponseRecord,
     StoredItem,
@@ -28,6 +30,7 @@ from accord.adapters.store._records import (
     decode_seqs,
     encode_seqs,
 )
+from accord.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -59,6 +62,7 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX accord_items_item_id ON accord_items (item_id)",
     ],
+    CONVERSATION_MIGRATION,
 ]
 
 _COLUMNS = (
@@ -90,21 +94,6 @@ _UNREFERENCED_EXPIRED = (
 )
 
 
-class Cursor(Protocol):
-    """The part of a DB-API cursor the queries use (sqlite3 and psycopg both fit)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
-
-    def executemany(self, sql: Any, params: Any, /) -> Any: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
 def _record(row: Sequence[Any]) -> ResponseRecord:
     return ResponseRecord(
         id=row[0],
@@ -120,8 +109,10 @@ def _record(row: Sequence[Any]) -> ResponseRecord:
     )
 
 
-class SqlStore(abc.ABC):
-    """Every query of the response store; a dialect supplies connections and placeholders."""
+class SqlStore(ConversationQueries, abc.ABC):
+    """Every query of the response store; a dialect supplies connections and placeholders.
+
+    The conversation queries live in :mod:`._conversations`."""
 
     kind = "sql"
     placeholder = "?"
@@ -150,6 +141,12 @@ class SqlStore(abc.ABC):
         cur.execute("SELECT version FROM accord_schema")
         row = cur.fetchone()
         version = int(row[0]) if row is not None else 0
+        if version > len(MIGRATIONS):
+            # A newer accord wrote this database; this code would misread what it added.
+            raise ConfigError(
+                f"the store's schema is at version {version}, newer than this accord knows "
+                f"({len(MIGRATIONS)}); run a newer accord or point --store elsewhere"
+            )
         if row is None:
             cur.execute(self.q("INSERT INTO accord_schema (version) VALUES (?)"), (0,))
         for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
@@ -334,6 +331,10 @@ class SqlStore(abc.ABC):
             return removed
 
         return await self._call(run)
+
+    async def evict(self, max_bytes: int) -> int:
+        """Delete the oldest finished responses until the stored bytes are within ``max_bytes``."""
+        return await self._call(lambda: evict_oldest(self, max_bytes))
 
     async def aclose(self) -> None:
         await self._call(self.close)

@@ -13,6 +13,7 @@ terminal event; a thread of the store's own runs them instead, passively, once a
 
 from __future__ import annotations
 
+import os
 import queue
 import sqlite3
 import threading
@@ -20,7 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from accord.adapters.store._sql import Cursor, SqlStore
+from accord.adapters.store._protocol import Cursor
+from accord.adapters.store._sql import SqlStore
 from accord.errors import StoreError
 
 BUSY_TIMEOUT_S = 30.0
@@ -32,7 +34,11 @@ class SQLiteStore(SqlStore):
 
     def __init__(self, path: Path, *, pool_size: int = 8) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Every prompt is in this file: only its owner may read it (the WAL and shared-memory
+        # files SQLite makes beside it take the database file's permissions).
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

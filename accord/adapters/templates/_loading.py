@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from accord.engine.model_files import read_gguf_metadata, tokenizer_data
+
 
 class TemplateFiles(msgspec.Struct, frozen=True, kw_only=True):
     template: str
@@ -82,26 +84,11 @@ def _from_tokenizer_config(path: Path, *, require: bool = True) -> TemplateFiles
 
 
 def _from_gguf(path: Path) -> TemplateFiles:
-    import gguf  # imported here: reading a GGUF header is the only use and the import is slow
-
-    reader = gguf.GGUFReader(str(path))
-    field = reader.fields.get("tokenizer.chat_template")
-    if field is None:
+    data = tokenizer_data(read_gguf_metadata(path))
+    if data.chat_template is None:
         raise ValueError(f"{path} has no tokenizer.chat_template")
-    template = bytes(field.parts[field.data[0]]).decode("utf-8")
-    tokens = reader.fields.get("tokenizer.ggml.tokens")
-
-    def token(key: str) -> str:
-        id_field = reader.fields.get(key)
-        if id_field is None or tokens is None:
-            return ""
-        token_id = int(id_field.parts[id_field.data[0]][0])
-        if not 0 <= token_id < len(tokens.data):
-            return ""
-        return bytes(tokens.parts[tokens.data[token_id]]).decode("utf-8", errors="replace")
-
     return TemplateFiles(
-        template=template,
-        bos_token=token("tokenizer.ggml.bos_token_id"),
-        eos_token=token("tokenizer.ggml.eos_token_id"),
+        template=data.chat_template,
+        bos_token=data.token_text(data.bos_id),
+        eos_token=data.token_text(data.eos_id),
     )

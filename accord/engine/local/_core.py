@@ -21,6 +21,7 @@ import structlog
 import torch
 
 from accord.engine.local._batch import build_batch
+from accord.engine.local._grammar import apply_masks
 from accord.engine.local._model import LlamaModel
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Phase, Sequence
@@ -211,6 +212,7 @@ class EngineCore:
             batch = build_batch(work, self._scheduler.pool.block_size, self._device, self._model.dtype)
             logits = self._model.forward(batch)
             self._scheduler.advance(work)
+            apply_masks(logits, [w.seq.matcher for w in batch.sampled])
             tokens = sample(logits, [w.seq.sampling_row() for w in batch.sampled])
         except Exception as exc:  # a failed step fails the requests in it, not the engine
             log.error(

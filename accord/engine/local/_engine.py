@@ -6,24 +6,31 @@ import importlib.util
 import os
 import re
 import secrets
+import threading
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import anyio
+import structlog
 import torch
 
+from accord.engine.generation_defaults import GenerationDefaults
 from accord.engine.local._blocks import BlockPool, KVCache
 from accord.engine.local._core import EngineCore, EngineStatistics
 from accord.engine.local._gguf import read_model_file
+from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
 from accord.engine.local._model import LlamaModel
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.local._weights import build_weights, release_freed_memory
-from accord.engine.protocol import GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels.sampling import SamplingRow
+
+log = structlog.get_logger("accord.engine.local")
+_OPENAI_DEFAULTS = GenerationDefaults()
 
 PACKAGED_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _QUANT_SUFFIX = re.compile(r"[.\-_](?:[QqFf]\d+(?:_[0-9A-Za-z]+)*|[Bb][Ff]16|IQ\d\w*)$")
@@ -47,8 +54,10 @@ def context_message(limit: int, tokens: int) -> str:
 class LocalEngine:
     """Llama-family GGUF models on torch: continuous batching over a paged, prefix-sharing KV cache.
 
-    Sampling: ``temperature == 0`` is greedy; an unset temperature means 1.0 (the OpenAI default), an
-    unset ``top_p`` 1.0, an unset ``top_k`` no limit. Without a seed each request draws its own. The
+    Sampling: ``temperature == 0`` is greedy. What a request leaves unset comes from the model's own
+    generation settings where its file has them, else from its family's recommended values, else the
+    OpenAI defaults (temperature 1.0, top_p 1.0, no top-k); ``load`` logs which. A request's own values
+    always win. Without a seed each request draws its own. The
     prompt text is tokenised with special tokens recognised and no BOS added -- the chat template writes
     whatever markers the model expects. ``max_tokens`` unset means "until the context is full", which
     ends with reason ``length``; only a prompt that leaves no room at all is rejected.
@@ -56,7 +65,8 @@ class LocalEngine:
     Token counts: ``output_tokens`` counts every sampled token, including an end-of-turn token whose text
     is not emitted (so it can be one more than the token ids the chunks carry); ``cached_tokens`` is the
     prompt prefix found in the cache when the request was admitted. ``cache_key`` is not needed (one
-    cache serves every request) and ``required_tool`` is not enforced: decoding is unconstrained.
+    cache serves every request). ``constraint`` is enforced by a grammar over the tokens (a JSON schema,
+    or a call of one of the given tools); ``required_tool`` alone, without the tools' schemas, is not.
     """
 
     def __init__(
@@ -69,6 +79,7 @@ class LocalEngine:
         context_length: int,
         chat_template: str | None,
         general_name: str,
+        defaults: GenerationDefaults = _OPENAI_DEFAULTS,
     ) -> None:
         self._core = core
         self._pool = pool
@@ -77,6 +88,9 @@ class LocalEngine:
         self._context_length = context_length
         self._chat_template = chat_template
         self.general_name = general_name
+        self.sampling_defaults = defaults
+        self._grammars: Grammars | None = None
+        self._grammars_lock = threading.Lock()
 
     @classmethod
     def load(
@@ -116,6 +130,14 @@ class LocalEngine:
         cfg = model_file.config
         tokenizer = Tokenizer(model_file.tokenizer)
         chat_template, general_name = model_file.tokenizer.chat_template, model_file.name
+        defaults = model_file.generation
+        log.info(
+            "sampling defaults",
+            source=defaults.source,
+            temperature=defaults.temperature,
+            top_p=defaults.top_p,
+            top_k=defaults.top_k,
+        )
         num_blocks = -(-kv_cache_tokens // block_size)
         # One block of the cache is kept out of reach of any single request, so a request that fills the
         # whole context can still be admitted next to nothing else.
@@ -145,6 +167,7 @@ class LocalEngine:
             context_length=context,
             chat_template=chat_template,
             general_name=general_name,
+            defaults=defaults,
         )
 
     # -- what the template layer reads ---------------------------------------------------------------
@@ -156,6 +179,17 @@ class LocalEngine:
     @property
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities(
+            json_schema=True,
+            tool_calls=True,
+            tokenizer=self._tokenizer,
+            chat_template=self._chat_template,
+            bos_token=self.bos_token or "",
+            eos_token=self.eos_token or "",
+        )
 
     @property
     def context_length(self) -> int:
@@ -199,6 +233,12 @@ class LocalEngine:
         """Stop the engine thread (blocking); running requests end with ``engine_error``."""
         self._core.close()
 
+    def _matcher(self, constraint: OutputConstraint) -> Matcher:
+        with self._grammars_lock:
+            if self._grammars is None:
+                self._grammars = Grammars(self._tokenizer)
+        return self._grammars.matcher(constraint)
+
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         tok = self._tokenizer
         if request.prompt_token_ids is not None:
@@ -222,11 +262,18 @@ class LocalEngine:
         if max_new <= 0:
             yield Finished(reason="length", prompt_tokens=n, cached_tokens=0, output_tokens=0)
             return
-        s = request.sampling
+        matcher = None
+        if request.constraint is not None:
+            try:
+                matcher = await anyio.to_thread.run_sync(self._matcher, request.constraint)
+            except ConstraintError as exc:
+                yield EngineFailed(failure="engine_error", message=str(exc), prompt_tokens=n)
+                return
+        s, d = request.sampling, self.sampling_defaults
         sampling = SamplingRow(
-            temperature=1.0 if s.temperature is None else max(0.0, s.temperature),
-            top_p=1.0 if s.top_p is None else s.top_p,
-            top_k=s.top_k or 0,
+            temperature=max(0.0, d.temperature if s.temperature is None else s.temperature),
+            top_p=d.top_p if s.top_p is None else s.top_p,
+            top_k=d.top_k if s.top_k is None else s.top_k,
             seed=secrets.randbits(63) if s.seed is None else s.seed & ((1 << 63) - 1),
         )
         seq = Sequence(
@@ -239,6 +286,7 @@ class LocalEngine:
             detokenizer=tok.detokenizer(),
             stops=StopMatcher(request.stop),
             outbox=Outbox(),
+            matcher=matcher,
         )
         self._core.submit(seq)
         ended = False

@@ -1,12 +1,13 @@
-"""Reading a Llama-family GGUF file: hyperparameters, tokenizer data and raw tensors.
+"""A Llama-family GGUF file as the embedded engine reads it: hyperparameters, tokenizer data, raw tensors.
 
-The reader memory-maps the file; tensors are handed out as views of that map and copied by whoever
-converts them, so the map can be dropped as soon as the weights are built.
+The file is read by :mod:`accord.engine.model_files` (the one reader the server has); this module checks
+that the model is one the engine runs and turns the header into its configuration. Tensors are views of
+the file's memory map, copied by whoever converts them, so the map can be dropped once the weights are
+built.
 """
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,11 @@ from typing import Any
 import gguf
 import numpy as np
 
-from accord.errors import AccordError
+from accord.engine.generation_defaults import GenerationDefaults, generation_defaults
+from accord.engine.model_files import TokenizerData, UnsupportedModel, read_gguf, tokenizer_data
 from accord.kernels.quant import QuantKind
 
-
-class UnsupportedModel(AccordError):
-    """The file is not a model this engine can run."""
+__all__ = ["LlamaConfig", "ModelFile", "RawTensor", "TokenizerData", "UnsupportedModel", "read_model_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,19 +36,6 @@ class LlamaConfig:
     norm_eps: float
     context_length: int
     vocab_size: int
-
-
-@dataclass(frozen=True, slots=True)
-class TokenizerData:
-    model: str
-    pre: str
-    tokens: list[str]
-    token_types: list[int]
-    merges: list[str]
-    bos_id: int | None
-    eos_id: int | None
-    eot_id: int | None
-    chat_template: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +55,9 @@ class RawTensor:
     ggml_type: int = 0
 
 
+_OPENAI_DEFAULTS = GenerationDefaults()
+
+
 @dataclass(frozen=True, slots=True)
 class ModelFile:
     path: Path
@@ -75,11 +65,12 @@ class ModelFile:
     config: LlamaConfig
     tokenizer: TokenizerData
     tensors: dict[str, RawTensor]
-    #: Drops the file pages read so far from this process's resident memory (see ``_Reader``).
+    #: Drops the file pages read so far from this process's resident memory.
     drop_resident_pages: Callable[[], None] = lambda: None
+    generation: GenerationDefaults = _OPENAI_DEFAULTS
 
 
-_KINDS: dict[Any, QuantKind | str] = {
+_KINDS: dict[int, QuantKind | str] = {
     gguf.GGMLQuantizationType.Q4_0: QuantKind.Q4_0,
     gguf.GGMLQuantizationType.Q4_1: QuantKind.Q4_1,
     gguf.GGMLQuantizationType.Q8_0: QuantKind.Q8_0,
@@ -88,65 +79,34 @@ _KINDS: dict[Any, QuantKind | str] = {
     gguf.GGMLQuantizationType.BF16: "BF16",
 }
 
-
-class _Reader(gguf.GGUFReader):
-    """``GGUFReader`` over a plain ndarray view of its memory map.
-
-    The reader slices its buffer once per vocabulary entry; slicing an ``np.memmap`` runs Python code
-    per slice, which made opening a 49k-token vocabulary take seconds. The view shares the same pages.
-    """
-
-    @property  # type: ignore[override]
-    def data(self) -> np.ndarray[Any, Any]:
-        return self._plain
-
-    @data.setter
-    def data(self, value: np.ndarray[Any, Any]) -> None:
-        self._plain = value.view(np.ndarray)
-        self._map = getattr(value, "_mmap", None)
-
-    def drop_resident_pages(self) -> None:
-        """Let the kernel drop the pages read so far from this process (they stay in the page cache).
-
-        Pages of a file mapping count as resident memory once touched; without this, building the
-        weights would hold the whole file resident on top of the weights built from it.
-        """
-        if isinstance(self._map, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED)
-
-
 # Types the gguf package dequantises (in numpy, at load time) beyond the ones kept as they are.
 _DEQUANTIZABLE = frozenset(
-    t
+    int(t)
     for t in gguf.GGMLQuantizationType
     if t.name.startswith(("Q", "IQ", "TQ")) and t in gguf.GGML_QUANT_SIZES
 )
 
 
-def _field(reader: gguf.GGUFReader, key: str, default: Any = None) -> Any:
-    field = reader.fields.get(key)
-    return default if field is None else field.contents()
-
-
 def read_model_file(path: Path) -> ModelFile:
-    reader = _Reader(str(path))
-    arch = _field(reader, "general.architecture")
+    contents = read_gguf(path)
+    meta = contents.metadata
+    arch = meta.get("general.architecture")
     if arch != "llama":
         raise UnsupportedModel(f"{path.name}: architecture {arch!r} is not supported (only 'llama')")
 
     def hp(key: str, default: Any = None) -> Any:
-        value = _field(reader, f"{arch}.{key}", default)
+        value = meta.get(f"{arch}.{key}", default)
         if value is None:
             raise UnsupportedModel(f"{path.name}: missing {arch}.{key}")
         return value
 
-    tokens = list(_field(reader, "tokenizer.ggml.tokens", []))
+    tokenizer = tokenizer_data(meta)
     n_embd, n_heads = int(hp("embedding_length")), int(hp("attention.head_count"))
     head_dim = int(hp("attention.key_length", n_embd // n_heads))
     rope_dim = int(hp("rope.dimension_count", head_dim))
     if rope_dim != head_dim:
         raise UnsupportedModel(f"{path.name}: partial rotary embeddings are not supported")
-    scaling = _field(reader, f"{arch}.rope.scaling.type", "none")
+    scaling = meta.get(f"{arch}.rope.scaling.type", "none")
     if scaling not in ("none", "linear"):
         raise UnsupportedModel(f"{path.name}: rope scaling {scaling!r} is not supported")
     config = LlamaConfig(
@@ -160,40 +120,22 @@ def read_model_file(path: Path) -> ModelFile:
         rope_scale=float(hp("rope.scaling.factor", 1.0)) if scaling == "linear" else 1.0,
         norm_eps=float(hp("attention.layer_norm_rms_epsilon")),
         context_length=int(hp("context_length")),
-        vocab_size=int(hp("vocab_size", len(tokens))),
+        vocab_size=int(hp("vocab_size", len(tokenizer.tokens))),
     )
-
-    def token_id(key: str) -> int | None:
-        value = _field(reader, f"tokenizer.ggml.{key}")
-        return None if value is None else int(value)
-
-    tokenizer = TokenizerData(
-        model=str(_field(reader, "tokenizer.ggml.model", "")),
-        pre=str(_field(reader, "tokenizer.ggml.pre", "default")),
-        tokens=tokens,
-        token_types=[int(t) for t in _field(reader, "tokenizer.ggml.token_type", [1] * len(tokens))],
-        merges=list(_field(reader, "tokenizer.ggml.merges", [])),
-        bos_id=token_id("bos_token_id"),
-        eos_id=token_id("eos_token_id"),
-        eot_id=token_id("eot_token_id"),
-        chat_template=_field(reader, "tokenizer.chat_template"),
-    )
-
     tensors: dict[str, RawTensor] = {}
-    for t in reader.tensors:
-        kind = _KINDS.get(t.tensor_type)
+    for t in contents.tensors.values():
+        kind = _KINDS.get(t.ggml_type)
         if kind is None:
-            if t.tensor_type not in _DEQUANTIZABLE:
-                raise UnsupportedModel(f"{path.name}: tensor {t.name} has type {t.tensor_type.name}")
+            if t.ggml_type not in _DEQUANTIZABLE:
+                raise UnsupportedModel(f"{path.name}: tensor {t.name} has GGML type {t.ggml_type}")
             kind = "OTHER"
-        shape = tuple(int(n) for n in reversed(t.shape.tolist()))
-        tensors[t.name] = RawTensor(t.name, kind, shape, t.data, int(t.tensor_type))
-    name = str(_field(reader, "general.name") or path.stem)
+        tensors[t.name] = RawTensor(t.name, kind, t.shape, t.data, t.ggml_type)
     return ModelFile(
         path=path,
-        name=name,
+        name=str(meta.get("general.name") or path.stem),
         config=config,
         tokenizer=tokenizer,
         tensors=tensors,
-        drop_resident_pages=reader.drop_resident_pages,
+        drop_resident_pages=contents.drop_resident_pages,
+        generation=generation_defaults(meta),
     )

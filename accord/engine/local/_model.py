@@ -1,8 +1,11 @@
 """The Llama forward pass over one step's batch of rows from many sequences.
 
-Activations between blocks (the residual stream) stay float32; each block's input is normalised
-straight into the matmul dtype. Every op is row-wise or works on one sequence's rows at a time, so a
-request's numbers do not depend on the other rows of the step.
+Activations stay float32 except where a kernel wants the compute dtype: the 4-bit decode matmul reads
+bf16 rows, and the KV cache and attention are bf16. Prompt rows multiply in float32 (see
+``accord.kernels.linear``): on CPUs without native bf16 arithmetic the bf16 GEMM was both the slowest
+and the least precise step of the prompt, and its rounding was what moved near-tied first tokens.
+Every op is row-wise or works on one sequence's rows at a time, so a request's numbers do not depend on
+the other rows of the step.
 """
 
 from __future__ import annotations
@@ -53,18 +56,18 @@ class LlamaModel:
         rotations = self.rotary.lookup(batch.positions)
         for i, layer in enumerate(self.weights.layers):
             kv = self.cache.layer(i)
-            h = rms_norm(x, layer.attn_norm, cfg.norm_eps, self.dtype)
-            qkv = _linear(h, layer.qkv, batch.dense_rows)
+            h = rms_norm(x, layer.attn_norm, cfg.norm_eps)
+            qkv = _linear(h, layer.qkv, batch.dense_rows, self.dtype)
             rotated = apply_rotary(qkv[:, : (heads + kv_heads) * d].view(n, heads + kv_heads, d), rotations)
             rotated = rotated.to(self.dtype)
             q, k = rotated[:, :heads], rotated[:, heads:]
             write_kv(kv, batch.slots, k, qkv[:, (heads + kv_heads) * d :].view(n, kv_heads, d))
             attn = self._attention(q, kv, batch).reshape(n, heads * d)
-            x.add_(_linear(attn, layer.out, batch.dense_rows))
-            h = rms_norm(x, layer.ffn_norm, cfg.norm_eps, self.dtype)
-            gate_up = _linear(h, layer.gate_up, batch.dense_rows)
+            x.add_(_linear(attn, layer.out, batch.dense_rows, self.dtype))
+            h = rms_norm(x, layer.ffn_norm, cfg.norm_eps)
+            gate_up = _linear(h, layer.gate_up, batch.dense_rows, self.dtype)
             act = F.silu(gate_up[:, : cfg.n_ff]) * gate_up[:, cfg.n_ff :]
-            x.add_(_linear(act, layer.down, batch.dense_rows))
+            x.add_(_linear(act, layer.down, batch.dense_rows, self.dtype))
         if batch.logit_rows.numel() == 0:
             return x.new_empty(0, self.weights.head.out_features)
         last = rms_norm(x.index_select(0, batch.logit_rows), self.weights.norm, cfg.norm_eps)
@@ -92,10 +95,11 @@ class LlamaModel:
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
-def _linear(x: torch.Tensor, weight: Linear, dense_rows: int) -> torch.Tensor:
+def _linear(x: torch.Tensor, weight: Linear, dense_rows: int, dtype: torch.dtype) -> torch.Tensor:
+    """float32 ``x @ W.T``: the first ``dense_rows`` rows in float32, the rest through ``matmul`` in ``dtype``."""
     if dense_rows == 0:
-        return weight.matmul(x)
-    dense = F.linear(x[:dense_rows], weight.dense())
+        return weight.matmul(x.to(dtype)).float()
+    dense = F.linear(x[:dense_rows].float(), weight.dense(torch.float32))
     if dense_rows == x.shape[0]:
         return dense
-    return torch.cat([dense, weight.matmul(x[dense_rows:])])
+    return torch.cat([dense, weight.matmul(x[dense_rows:].to(dtype)).float()])

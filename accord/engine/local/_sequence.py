@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._tokenizer import Detokenizer
 from accord.events.generation import Chunk, Finished, FinishReason, GenerationOutput
 from accord.kernels.sampling import SamplingRow
+
+if TYPE_CHECKING:
+    from accord.engine.local._grammar import Matcher
 
 
 class StopMatcher:
@@ -27,6 +31,8 @@ class StopMatcher:
         self._stops = tuple(s for s in stops if s)
         self._held = ""
         self.stopped = False
+        #: The stop string the text was cut at.
+        self.matched: str | None = None
 
     def feed(self, text: str) -> str:
         if not self._stops:
@@ -34,11 +40,12 @@ class StopMatcher:
         held = self._held + text
         # Generation would have stopped where the first stop string was completed, whatever came after
         # in this piece; if two complete there, the longer one (starting earlier) is cut.
-        hits = [(i + len(s), i) for s in self._stops if (i := held.find(s)) >= 0]
+        hits = [(i + len(s), i, s) for s in self._stops if (i := held.find(s)) >= 0]
         if hits:
+            _, start, self.matched = min(hits)
             self.stopped = True
             self._held = ""
-            return held[: min(hits)[1]]
+            return held[:start]
         keep = 0
         for stop in self._stops:
             for n in range(min(len(stop) - 1, len(held)), keep, -1):
@@ -82,6 +89,8 @@ class Sequence:
     #: Prompt tokens found in the prefix cache at first admission.
     cached_tokens: int | None = None
     pending_ids: list[int] = field(default_factory=list)
+    #: The grammar this request's tokens must follow (constrained decoding), if any.
+    matcher: Matcher | None = None
 
     @property
     def generated(self) -> int:
@@ -99,6 +108,8 @@ class Sequence:
     def accept(self, token: int) -> list[GenerationOutput]:
         """Record a sampled token; the events it releases, ending with ``Finished`` if it ends the request."""
         self.tokens.append(token)
+        if self.matcher is not None:
+            self.matcher.accept(token)
         out: list[GenerationOutput] = []
         if token in self.stop_ids:
             return self._finish("stop", out)
@@ -129,6 +140,7 @@ class Sequence:
                 prompt_tokens=self.prompt_len,
                 cached_tokens=self.cached_tokens or 0,
                 output_tokens=self.generated,
+                stop_sequence=self.stops.matched,
             )
         )
         return out

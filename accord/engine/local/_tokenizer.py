@@ -1,7 +1,7 @@
 """Byte-level BPE tokenizer built from a GGUF vocabulary, and UTF-8-safe incremental detokenisation.
 
-Encoding runs on the ``tokenizers`` package, assembled from the vocabulary and merges stored in the
-file; special tokens written in the text (``<|im_start|>`` in a rendered chat template) become their ids.
+Encoding runs on the ``tokenizers`` package, assembled by :func:`accord.engine.bpe.build_bpe` (the
+builder the remote engine uses too) from the vocabulary and merges stored in the file; added tokens written in the text (``<|im_start|>`` in a rendered chat template) become their ids.
 Decoding is done here from a table of each token's bytes, because output arrives one token at a time
 and a character may be split across tokens: the incremental UTF-8 decoder holds a partial character back
 until its last byte arrives, so no chunk ever carries half of one.
@@ -12,41 +12,11 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterable
 
-from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
-from tokenizers import Tokenizer as _Backend
+from accord.engine.bpe import CONTROL, USER_DEFINED, build_bpe
+from accord.engine.model_files import TokenizerData
 
-from accord.engine.local._gguf import TokenizerData, UnsupportedModel
-
-NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-
-# Pre-tokenisation by the name llama.cpp records in ``tokenizer.ggml.pre``.
-_LLAMA3 = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-_QWEN2 = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
 # Texts of control tokens that end a turn in the chat formats of Llama-family fine-tunes.
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>")
-
-
-def _pre_tokenizer(name: str) -> pre_tokenizers.PreTokenizer:
-    if name in ("smollm", "starcoder", "refact"):
-        # The GPT-2 split, after every digit became its own piece.
-        return pre_tokenizers.Sequence(
-            [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
-        )
-    if name in ("llama-bpe", "llama3", "qwen2", "deepseek-r1-qwen"):
-        pattern = _QWEN2 if name.startswith(("qwen", "deepseek")) else _LLAMA3
-        return pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-            ]
-        )
-    return pre_tokenizers.ByteLevel(add_prefix_space=False)
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -70,18 +40,10 @@ class Tokenizer:
     """Text <-> token ids for one model."""
 
     def __init__(self, data: TokenizerData) -> None:
-        if data.model != "gpt2":
-            raise UnsupportedModel(f"tokenizer model {data.model!r} is not supported (byte-level BPE only)")
         self.tokens = data.tokens
-        vocab = {text: i for i, text in reversed(list(enumerate(data.tokens)))}
-        merges = [(a, b) for a, b in (m.split(" ", 1) for m in data.merges)]
-        backend = _Backend(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
-        backend.pre_tokenizer = _pre_tokenizer(data.pre)
-        backend.decoder = decoders.ByteLevel()
+        backend = build_bpe(data)
+        # Added tokens (control and user-defined) are stored as their text, not byte-level encoded.
         special = [i for i, t in enumerate(data.token_types) if t in (CONTROL, USER_DEFINED)]
-        backend.add_special_tokens(
-            [AddedToken(data.tokens[i], special=True, normalized=False) for i in special]
-        )
         self._backend = backend
         self.special_ids = frozenset(special)
         table = _byte_decoder()

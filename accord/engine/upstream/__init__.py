@@ -8,6 +8,7 @@ from ._calls import (
     stream_completion,
     upstream_token_count,
 )
+from ._hub import ModelNotFound, ResolvedModel, SamplingDefaults, resolve_model, served_model_id
 from ._model_files import ModelFiles, TextTokenizer, load_model_files
 from ._pool import HttpSession, NoHealthyUpstream, Upstream, UpstreamPool, base_url
 from ._wire import CompletionBody, SSEDecoder, StreamReader, decode_body, failure_in_stream, failure_of
@@ -17,9 +18,12 @@ __all__ = [
     "CompletionBody",
     "HttpSession",
     "ModelFiles",
+    "ModelNotFound",
     "NoHealthyUpstream",
+    "ResolvedModel",
     "RetryPolicy",
     "SSEDecoder",
+    "SamplingDefaults",
     "StreamReader",
     "TextTokenizer",
     "Upstream",
@@ -31,6 +35,8 @@ __all__ = [
     "failure_of",
     "load_model_files",
     "post_completion",
+    "resolve_model",
+    "served_model_id",
     "stream_completion",
     "upstream_token_count",
 ]

@@ -5,9 +5,8 @@ semantics live here) and, when it can, tokenises it, so the upstream receives th
 token ids the template produced and prompt counts are known before the upstream answers.
 
 A GGUF file carries both in its metadata: the template as ``tokenizer.chat_template``
-and a byte-level BPE vocabulary (``tokenizer.ggml.model == "gpt2"``) that the
-``tokenizers`` library rebuilds exactly once the pre-tokeniser of its ``pre`` type is
-known. A Hugging Face directory ships ``tokenizer.json`` and its template in
+and a byte-level BPE vocabulary, read and rebuilt by the modules the embedded engine
+uses too (:mod:`accord.engine.model_files`, :mod:`accord.engine.bpe`). A Hugging Face directory ships ``tokenizer.json`` and its template in
 ``chat_template.jinja`` or ``tokenizer_config.json``.
 
 Strategy for what we cannot rebuild faithfully (a SentencePiece GGUF, an unknown
@@ -19,8 +18,6 @@ sees, which is worse than sending text.
 from __future__ import annotations
 
 import json
-import mmap
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,33 +25,12 @@ from typing import Any
 
 import structlog
 
+from accord.engine.bpe import build_bpe
+from accord.engine.model_files import UnsupportedModel, read_gguf_metadata, tokenizer_data
+
+__all__ = ["ModelFiles", "TextTokenizer", "load_model_files", "read_gguf_metadata"]
+
 log = structlog.get_logger("accord.engine.remote")
-
-#: GGUF token types (llama.cpp ``llama_token_type``) that are whole added tokens, not BPE pieces.
-_CONTROL, _USER_DEFINED = 3, 4
-
-_GPT2_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
-_LLAMA3_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-_QWEN2_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-#: llama.cpp pre-tokeniser names -> (split regex or None for the GPT-2 default, digits one by one).
-_PRE: dict[str, tuple[str | None, bool]] = {
-    "default": (None, False),
-    "gpt-2": (None, False),
-    "gpt2": (None, False),
-    "smollm": (None, True),
-    "starcoder": (None, True),
-    "refact": (None, True),
-    "llama3": (_LLAMA3_SPLIT, False),
-    "llama-bpe": (_LLAMA3_SPLIT, False),
-    "smaug-bpe": (_LLAMA3_SPLIT, False),
-    "qwen2": (_QWEN2_SPLIT, False),
-}
 
 
 class TextTokenizer:
@@ -126,106 +102,15 @@ def _token_text(value: Any) -> str:
 
 
 def _from_gguf(path: Path) -> ModelFiles:
-    meta = read_gguf_metadata(path)
-    tokens: list[str] = meta.get("tokenizer.ggml.tokens", [])
-
-    def special(key: str) -> str:
-        token_id = meta.get(key)
-        return tokens[token_id] if isinstance(token_id, int) and 0 <= token_id < len(tokens) else ""
-
-    model, pre = meta.get("tokenizer.ggml.model"), meta.get("tokenizer.ggml.pre") or "default"
+    data = tokenizer_data(read_gguf_metadata(path))
     tokenizer = None
-    if model == "gpt2" and pre in _PRE:
-        tokenizer = _byte_level_bpe(
-            tokens,
-            meta.get("tokenizer.ggml.merges", []),
-            meta.get("tokenizer.ggml.token_type", []),
-            _PRE[pre],
-        )
-    else:
-        log.warning("no tokenizer rebuilt from GGUF; prompts go upstream as text", model=model, pre=pre)
-    template = meta.get("tokenizer.chat_template")
+    try:
+        tokenizer = TextTokenizer(build_bpe(data))
+    except UnsupportedModel as exc:
+        log.warning("no tokenizer rebuilt from GGUF; prompts go upstream as text", reason=str(exc))
     return ModelFiles(
         tokenizer=tokenizer,
-        chat_template=template if isinstance(template, str) else None,
-        bos_token=special("tokenizer.ggml.bos_token_id"),
-        eos_token=special("tokenizer.ggml.eos_token_id"),
+        chat_template=data.chat_template,
+        bos_token=data.token_text(data.bos_id),
+        eos_token=data.token_text(data.eos_id),
     )
-
-
-# GGUF value types -> struct format of one scalar (8: string, 9: array).
-_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-
-def read_gguf_metadata(path: Path) -> dict[str, Any]:
-    """The key/value header of a GGUF file (v2, v3), read without touching its tensors.
-
-    The ``gguf`` package's reader builds a numpy view per array element -- seconds for a
-    49k-token vocabulary -- when all a remote engine needs is the strings; this walks the
-    header once with ``struct``.
-    """
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        if data[:4] != b"GGUF":
-            raise ValueError(f"{path} is not a GGUF file")
-        version, _, kv_count = struct.unpack_from("<IQQ", data, 4)
-        if version not in (2, 3):
-            raise ValueError(f"{path}: GGUF version {version} is not supported")
-        pos = 24
-        meta: dict[str, Any] = {}
-
-        def string(at: int) -> tuple[str, int]:
-            (size,) = struct.unpack_from("<Q", data, at)
-            end = at + 8 + size
-            return data[at + 8 : end].decode("utf-8", errors="replace"), end
-
-        def value(kind: int, at: int) -> tuple[Any, int]:
-            if kind == 8:
-                return string(at)
-            if kind == 9:
-                item, count = struct.unpack_from("<IQ", data, at)
-                at += 12
-                if item in _SCALARS:
-                    fmt = f"<{count}{_SCALARS[item]}"
-                    return list(struct.unpack_from(fmt, data, at)), at + struct.calcsize(fmt)
-                items = []
-                for _ in range(count):
-                    one, at = value(item, at)
-                    items.append(one)
-                return items, at
-            fmt = "<" + _SCALARS[kind]
-            return struct.unpack_from(fmt, data, at)[0], at + struct.calcsize(fmt)
-
-        for _ in range(kv_count):
-            key, pos = string(pos)
-            (kind,) = struct.unpack_from("<I", data, pos)
-            meta[key], pos = value(kind, pos + 4)
-        return meta
-
-
-def _byte_level_bpe(
-    tokens: list[str], merges: list[str], types: list[int], pre: tuple[str | None, bool]
-) -> TextTokenizer:
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
-
-    split, single_digits = pre
-    bpe = models.BPE(
-        vocab={token: i for i, token in enumerate(tokens)},
-        merges=[(a, b) for a, _, b in (m.partition(" ") for m in merges)],
-    )
-    tokenizer = Tokenizer(bpe)
-    steps: list[Any] = []
-    if single_digits:
-        steps.append(pre_tokenizers.Digits(individual_digits=True))
-    if split is not None:
-        steps.append(pre_tokenizers.Split(Regex(split), behavior="isolated", invert=False))
-    steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split is None))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(steps)
-    tokenizer.decoder = decoders.ByteLevel()
-    added = [
-        AddedToken(tokens[i], special=kind == _CONTROL, normalized=False)
-        for i, kind in enumerate(types)
-        if kind in (_CONTROL, _USER_DEFINED)
-    ]
-    tokenizer.add_special_tokens([a for a in added if a.special])
-    tokenizer.add_tokens([a for a in added if not a.special])
-    return TextTokenizer(tokenizer)

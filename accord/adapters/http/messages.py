@@ -1,0 +1,81 @@
+"""``POST /v1/messages`` and ``POST /v1/messages/count_tokens``: Anthropic's Messages API.
+
+A Messages request normalises into the same Conversation as the other two protocols and
+runs the same chain; the stream is the Messages projection of the run's log
+(:func:`~accord.events.reframe.messages_reframer`, ``ping`` as the keepalive), the whole
+body the fold rendered as one ``message``.
+
+Every error on these paths is Anthropic's shape, ``{"type": "error", "error": {"type",
+"message"}}``: the request's own (a field named in the message, as Anthropic words it:
+``messages.0.content: ...``), the app's (auth, routing) through :func:`anthropic_error`,
+and a run's failure before the stream opened (:func:`~accord.events.messages_wire.messages_failure`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from accord.adapters.http.context import Context
+from accord.adapters.http.exchange import Exchange
+from accord.adapters.http.framing import client_gone
+from accord.adapters.http.reframed import ReframedJson, ReframedSse, options, prepare
+from accord.adapters.requests import decode_count_tokens_request, decode_messages_request, normalize_messages
+from accord.adapters.runner import Framing
+from accord.errors import RequestError
+from accord.events.messages_wire import count_tokens_body, error_body, message_body, messages_failure
+from accord.events.reframe import messages_reframer
+
+#: Paths whose errors are answered in Anthropic's shape.
+PREFIX = "/v1/messages"
+
+
+def anthropic_error(exc: RequestError) -> tuple[int, dict[str, Any]]:
+    """A refused request as Anthropic answers it; the message names the field it is about."""
+    message = exc.message
+    if exc.param and f"'{exc.param}'" not in message:
+        message = f"{exc.param}: {message}"
+    return exc.status, error_body(message, status=exc.status)
+
+
+async def _answering(ex: Exchange, exc: RequestError) -> None:
+    if not ex.started:
+        await ex.json(*anthropic_error(exc))
+
+
+async def create_message(ctx: Context, ex: Exchange) -> None:
+    try:
+        await _create_message(ctx, ex)
+    except RequestError as exc:
+        await _answering(ex, exc)
+        raise  # the app counts it as rejected; the answer above is already sent
+
+
+async def _create_message(ctx: Context, ex: Exchange) -> None:
+    started = time.perf_counter()
+    request = decode_messages_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
+    ctx.refuse_if_draining()
+    conversation = normalize_messages(request, options=options(ctx.service))
+    stream = bool(request.stream)
+    prepared = prepare(ctx.service, conversation, model=request.model, prefix="msg", stream=stream)
+    stops = conversation.stop
+    framing: Framing = (
+        ReframedSse(ex, messages_reframer(stops), messages_failure)
+        if stream
+        else ReframedJson(ex, lambda snapshot: message_body(snapshot, stops), messages_failure)
+    )
+    await ctx.runner.drive(
+        prepared, framing, watchers=[client_gone(ex)], route="messages", started=started, persist=False
+    )
+
+
+async def count_message_tokens(ctx: Context, ex: Exchange) -> None:
+    try:
+        request = decode_count_tokens_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
+        conversation = normalize_messages(request, options=options(ctx.service))
+        service = ctx.service
+        count = await service.engine.count_tokens(service.renderer.render(conversation))
+    except RequestError as exc:
+        await _answering(ex, exc)
+        raise
+    await ex.json(200, count_tokens_body(count))
