@@ -15,15 +15,17 @@ alignment; the tensor data, each tensor at its offset from there.
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from accord.errors import AccordError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class UnsupportedModel(AccordError):
@@ -102,7 +104,12 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
 
 
 def read_gguf(path: Path) -> GGUFContents:
-    """Header and tensor directory; the tensors are views of a read-only map that lives as long as they do."""
+    """Header and tensor directory; the tensors are views of a read-only map that lives as long as they do.
+
+    numpy comes with the ``[local]`` extra; only the embedded engine reads tensors, so it is imported here.
+    """
+    import numpy as np
+
     with path.open("rb") as f:
         data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     header = _Header(data, path)
@@ -118,7 +125,7 @@ def read_gguf(path: Path) -> GGUFContents:
         per_block, block_bytes = _BLOCKS[ggml_type]
         shape = tuple(reversed(dims))
         cols = shape[-1]
-        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        rows = math.prod(shape[:-1])
         if cols % per_block:
             raise UnsupportedModel(f"{path.name}: tensor {name} rows do not fill whole blocks")
         row_bytes = cols // per_block * block_bytes

@@ -18,6 +18,11 @@ from tests.remote.fake_vllm import FakeVLLM
 from tests.remote.harness import Served
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The fake upstream names no model whose files could be found, so the template is given, as a user would.
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 pytestmark = pytest.mark.slow
 
 
@@ -52,6 +57,9 @@ def test_core_install_serves_a_remote_upstream(core_venv: Path, tmp_path: Path) 
         command = [str(core_venv / "bin" / "accord"), "serve", "--engine", "remote"]
         command += ["--upstream", upstream.url, "--model-name", "fake-model", "--port", "0"]
         command += ["--log-format", "json", "--data-dir", str(tmp_path / "data")]
+        template = tmp_path / "chatml.jinja"
+        template.write_text(CHATML)
+        command += ["--chat-template", str(template)]
         proc = subprocess.Popen(
             command,
             stderr=subprocess.PIPE,
