@@ -27,6 +27,7 @@ from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.local._weights import build_weights, release_freed_memory
 from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
+from accord.kernels.linear import gemm_rows_vary
 from accord.kernels.sampling import SamplingRow
 
 log = structlog.get_logger("accord.engine.local")
@@ -155,6 +156,12 @@ class LocalEngine:
             release_freed_memory(collect=True)
             if dev.type == "cpu":
                 torch.set_num_threads(compute_threads)
+                if compute_threads > 1 and gemm_rows_vary():
+                    log.warning(
+                        "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "
+                        "by what shares its step; start the process with MKL_CBWR=AUTO,STRICT",
+                        mkl_cbwr=os.environ.get("MKL_CBWR"),
+                    )
             cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
             model = LlamaModel(cfg, weights, cache, dtype, context)
             return model, Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
