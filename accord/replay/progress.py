@@ -27,15 +27,35 @@ def bar(
 
 
 class Counter:
-    """A bar for work that is counted as it happens (fuzz examples) rather than iterated."""
+    """A bar for work that is counted as it happens (fuzz examples) rather than iterated.
 
-    def __init__(self, desc: str, total: int | None = None, stream: TextIO | None = None) -> None:
+    ``unit`` names what is counted; ``every_step`` redraws on each step instead of at most ten
+    times a second, for counts that rise rarely (recorded exchanges).
+    """
+
+    def __init__(
+        self,
+        desc: str,
+        total: int | None = None,
+        stream: TextIO | None = None,
+        *,
+        unit: str = "it",
+        every_step: bool = False,
+    ) -> None:
         stream = stream if stream is not None else sys.stderr
         self._bar: Any = None
         if stream.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(desc=desc, total=total, file=stream, leave=False, dynamic_ncols=True)
+            self._bar = tqdm(
+                desc=desc,
+                total=total,
+                file=stream,
+                leave=False,
+                dynamic_ncols=True,
+                unit=unit,
+                mininterval=0 if every_step else 0.1,
+            )
 
     def step(self, n: int = 1) -> None:
         if self._bar is not None:

@@ -24,13 +24,14 @@ import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import httpx
 import msgspec
 
 from accord.replay._serve import bind_socket, serve_on_socket
+from accord.replay.progress import Counter
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -338,14 +339,29 @@ async def _wait_signal() -> None:
             return
 
 
-async def serve_proxy(upstream: str, host: str, port: int, out: Path) -> None:
-    """Record every exchange with ``upstream`` into ``out`` while serving on ``host:port`` (until a signal)."""
+async def serve_proxy(
+    upstream: str,
+    host: str,
+    port: int,
+    out: Path,
+    *,
+    progress: TextIO | None = None,
+    until: Callable[[], Awaitable[None]] = _wait_signal,
+) -> None:
+    """Record every exchange with ``upstream`` into ``out`` while serving on ``host:port`` until ``until``
+    returns (by default: SIGINT or SIGTERM).
+
+    A running count of recorded exchanges goes to ``progress`` (stderr) when it is a terminal.
+    """
     proxy = proxy_app(upstream, out)
+    counter = Counter("recorded", stream=progress, unit=" exchanges", every_step=True)
+    proxy.on_saved = lambda _meta: counter.step()
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     print(f"accord record: http://{host}:{bound} -> {upstream}, recording into {out}", file=sys.stderr)
     try:
-        await serve_on_socket(proxy, sock, _wait_signal)
+        await serve_on_socket(proxy, sock, until)
     finally:
+        counter.close()
         await proxy.aclose()
         print(f"accord record: {proxy.recorded} exchanges recorded in {out}", file=sys.stderr)
