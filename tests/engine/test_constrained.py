@@ -186,9 +186,6 @@ async def test_a_named_tool_is_the_one_called(engine: LocalEngine) -> None:
         assert [c.name for c in parsed_calls(text, [WEATHER, TIME])] == ["get_time"]
 
 
-@pytest.mark.skip(
-    reason="open (issue 11): a nested-schema request at temperature 1.0 differs batched vs alone; not yet found"
-)
 async def test_a_batch_of_eight_with_different_schemas_is_batch_invariant(engine: LocalEngine) -> None:
     """Each request's tokens are the same alone and batched with seven others under other grammars."""
     requests = [schema_request(i, seed=7 + i, temperature=1.0) for i in range(8)]
