@@ -124,9 +124,6 @@ def schema_request(i: int, seed: int, temperature: float | None = None) -> Gener
     )
 
 
-@pytest.mark.skip(
-    reason="open (issue 11): at temperature 1.0 the array without maxItems repeats until the token limit; the run takes ~18 min on 2 cores"
-)
 async def test_fifty_seeded_requests_over_five_schemas_are_all_valid(engine: LocalEngine) -> None:
     # The model's default sampling (temperature 0.2, top_p 0.9) and, for half, temperature 1.0.
     requests = [schema_request(i, seed=1000 + i, temperature=None if i < 25 else 1.0) for i in range(50)]
@@ -148,9 +145,6 @@ def parsed_calls(text: str, tools: list[ToolSpec]) -> list[ToolCall]:
     return [s for s in segments if isinstance(s, ToolCall)]
 
 
-@pytest.mark.skip(
-    reason="open (issue 11): at temperature 1.0 an unbounded string argument runs to the token limit"
-)
 async def test_tool_choice_required_gives_a_parsed_call_fifty_times_in_fifty(engine: LocalEngine) -> None:
     tools = [WEATHER, TIME]
     requests = [

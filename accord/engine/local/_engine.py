@@ -240,11 +240,11 @@ class LocalEngine:
         """Stop the engine thread (blocking); running requests end with ``engine_error``."""
         self._core.close()
 
-    def _matcher(self, constraint: OutputConstraint) -> Matcher:
+    def _matcher(self, constraint: OutputConstraint, budget: int) -> Matcher:
         with self._grammars_lock:
             if self._grammars is None:
                 self._grammars = Grammars(self._tokenizer)
-        return self._grammars.matcher(constraint)
+        return self._grammars.matcher(constraint, budget)
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[GenerationOutput, None]:
         tok = self._tokenizer
@@ -272,7 +272,7 @@ class LocalEngine:
         matcher = None
         if request.constraint is not None:
             try:
-                matcher = await anyio.to_thread.run_sync(self._matcher, request.constraint)
+                matcher = await anyio.to_thread.run_sync(self._matcher, request.constraint, max_new)
             except ConstraintError as exc:
                 yield EngineFailed(failure="engine_error", message=str(exc), prompt_tokens=n)
                 return

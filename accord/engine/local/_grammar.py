@@ -12,6 +12,12 @@ compiled grammar is immutable and cached by its source, so the same schema compi
 The masks are bit sets, 32 tokens a word; they are unpacked with numpy, which was several times faster
 than shifting in torch.
 
+An output closes within its token budget. A grammar keeps every token valid but cannot make a small
+model stop: sampled, SmolLM2 repeats an unbounded array's element or a string's phrase until the token
+limit, and the JSON is cut open (measured: "Describe Paris." gave 300 tokens of ``"Lyon", "Lyon", ...``).
+Near the end of the budget the matcher steers towards the shortest valid finish (``_closing``). A
+request without a token limit has the rest of the context as its budget.
+
 Numbers have bounded digits. xgrammar's JSON grammar lets a number run on for ever, and SmolLM2 at
 temperature 1.0 once wrote a latitude of about 200 digits until the token budget cut it, leaving invalid
 JSON. JSON Schema has no digit limit for numbers, so the bound is the grammar's: 17 significant digits
@@ -28,13 +34,24 @@ import threading
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
+from accord.engine.local._closing import (
+    LOOKAHEAD_LIMIT,
+    MARGIN,
+    MEASURE_EVERY,
+    ClosingTokens,
+    StringState,
+    closing_reserve,
+)
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.protocol import OutputConstraint
 from accord.errors import GenerationError
 
 _COMPILE_CACHE = 64
+
+
 #: Digits after a number's first one, after its point, and in its exponent (see the module docstring).
 INTEGER_DIGITS, FRACTION_DIGITS, EXPONENT_DIGITS = 17, 17, 3
 _UNBOUNDED_INTEGER = "[1-9] [0-9]*"
@@ -103,9 +120,12 @@ class Grammars:
         )
         self._compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=True)
         self.vocab_size = len(vocab)
+        self.vocab = vocab
+        self.closing = ClosingTokens.build(vocab, sorted(tokenizer.stop_ids))
         self._lock = threading.Lock()
 
-    def matcher(self, constraint: OutputConstraint) -> Matcher:
+    def matcher(self, constraint: OutputConstraint, budget: int | None = None) -> Matcher:
+        """A fresh matcher for ``constraint``; ``budget`` is the request's token limit (closing, above)."""
         xgr = self._xgr
         try:
             with self._lock:
@@ -131,18 +151,41 @@ class Grammars:
             if isinstance(exc, ConstraintError):
                 raise
             raise ConstraintError(f"the schema cannot be used for constrained decoding: {exc}") from exc
-        return Matcher(xgr.GrammarMatcher(compiled), self)
+        return Matcher(xgr.GrammarMatcher(compiled), self, budget)
 
     def allocate(self, rows: int) -> torch.Tensor:
         return self._xgr.allocate_token_bitmask(rows, self.vocab_size)
 
 
 class Matcher:
-    """One request's grammar state; used on the engine thread only."""
+    """One request's grammar state; used on the engine thread only.
 
-    def __init__(self, matcher: Any, grammars: Grammars) -> None:
+    ``budget`` (the request's token limit) turns on closing within it (``_closing``).
+    """
+
+    def __init__(self, matcher: Any, grammars: Grammars, budget: int | None = None) -> None:
         self._matcher = matcher
         self.grammars = grammars
+        self.accepted = 0
+        self.budget = budget
+        self.reserve = 0 if budget is None else closing_reserve(budget)
+        self.string = StringState()
+        #: The shortest finish last measured (``None``: not measured, or longer than the look-ahead).
+        self.finish: list[int] | None = None
+        self._scratch = grammars.allocate(1)
+        self._closing = False
+        #: The length of the finish last traced, less the tokens of it accepted since.
+        self.need: int | None = None
+
+    @property
+    def closing(self) -> bool:
+        """Closing began: once it has, it lasts (the finish is measured again at every step)."""
+        if self.budget is None:
+            return False
+        if not self._closing:
+            left = self.budget - self.accepted
+            self._closing = left <= self.reserve or (self.need is not None and left <= self.need + MARGIN)
+        return self._closing
 
     def fill(self, bitmask: torch.Tensor, row: int) -> None:
         self._matcher.fill_next_token_bitmask(bitmask, row)
@@ -150,6 +193,64 @@ class Matcher:
     def accept(self, token: int) -> None:
         if not self._matcher.is_terminated() and not self._matcher.accept_token(token):
             raise RuntimeError(f"token {token} was sampled against its grammar")
+        self.accepted += 1
+        self.string.feed(self.grammars.vocab[token] if token < len(self.grammars.vocab) else b"")
+        if self.finish:
+            # On the finish, the rest of it is the finish from here (it is traced greedily).
+            on_it = token == self.finish[0]
+            self.finish = self.finish[1:] if on_it else None
+            if on_it and self.need is not None:
+                self.need -= 1
+
+    def steer(self, allowed: torch.Tensor, words: npt.NDArray[np.int32]) -> torch.Tensor:
+        """``allowed`` (one row; ``words`` is its packed mask), narrowed near the end of the budget."""
+        if self.budget is None or self._matcher.is_terminated():
+            return allowed
+        left = self.budget - self.accepted
+        if left > self.reserve + LOOKAHEAD_LIMIT + MARGIN:
+            return allowed  # no finish the look-ahead could find is long enough to matter yet
+        # A finish stays right while its tokens are the ones accepted; it is traced again after a
+        # token off it, and every few tokens before closing.
+        if self.finish is None and (self._closing or self.accepted % MEASURE_EVERY == 0):
+            self.finish = self._shortest_finish()
+            self.need = None if self.finish is None else len(self.finish)
+        if not self.closing:
+            return allowed
+        if self.finish and len(self.finish) + MARGIN >= left:
+            # Within the margin of the finish: the model's own choices could lengthen it past the
+            # budget (a number written as ``1e+0``), so the finish is written from here.
+            only = torch.zeros_like(allowed)
+            only[self.finish[0]] = True
+            return only
+        # The longest closer allowed: the one the finish takes too, so the finish stays traced.
+        closers = self.grammars.closing.closers(words, self.string)
+        if closers.size == 0:
+            return allowed
+        only = torch.zeros_like(allowed)
+        only[int(closers[0])] = True
+        return only
+
+    def _shortest_finish(self) -> list[int] | None:
+        """The tokens of a short valid finish from here, stop token included (traced on a fork)."""
+        probe, state, path = self._matcher.fork(), self.string.copy(), []
+        words = self._scratch.numpy()[0]
+        while len(path) < LOOKAHEAD_LIMIT:
+            probe.fill_next_token_bitmask(self._scratch, 0)
+            token = self.grammars.closing.shortest_step(words, state)
+            if token is None:
+                return None
+            path.append(token)
+            if token in self.grammars.closing.stop_ids:
+                return path
+            if not probe.accept_token(token):
+                return None
+            state.feed(self.grammars.vocab[token])
+        return None
+
+
+def _unpack(bitmask: torch.Tensor, width: int) -> torch.Tensor:
+    bits = np.unpackbits(bitmask.numpy().view(np.uint8), axis=-1, bitorder="little")
+    return torch.from_numpy(bits[:, :width]).bool()
 
 
 def apply_masks(logits: torch.Tensor, matchers: list[Matcher | None]) -> None:
@@ -164,7 +265,11 @@ def apply_masks(logits: torch.Tensor, matchers: list[Matcher | None]) -> None:
         m = matchers[i]
         assert m is not None
         m.fill(bitmask, j)
-    bits = np.unpackbits(bitmask.numpy().view(np.uint8), axis=-1, bitorder="little")
-    allowed = torch.from_numpy(bits[:, : logits.shape[1]])
+    allowed = _unpack(bitmask, logits.shape[1])
+    words = bitmask.numpy()
+    for j, i in enumerate(rows):
+        m = matchers[i]
+        assert m is not None
+        allowed[j] = m.steer(allowed[j], words[j])
     index = torch.tensor(rows)
-    logits[index] = logits[index].masked_fill_(allowed == 0, float("-inf"))
+    logits[index] = logits[index].masked_fill_(~allowed, float("-inf"))
