@@ -17,8 +17,8 @@ import msgspec
 from accord.adapters.conversations import new_items
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.paging import list_body, page_query, path_part
-from accord.adapters.store import ConversationRecord, DuplicateItem, ResponseStore, UnknownCursor
+from accord.adapters.http.paging import list_body, path_part, read_page
+from accord.adapters.store import ConversationRecord, DuplicateItem, ResponseStore
 from accord.errors import NotFound, RequestError
 
 #: The most items one create or add request may carry (OpenAI's limit).
@@ -143,13 +143,9 @@ class ConversationRoutes:
 
     async def list_items(self, ctx: Context, ex: Exchange) -> None:
         conversation_id = path_part(ex)
-        query = page_query(ex)
-        try:
-            page = await self.store.conversation_items(
-                conversation_id, after=query.after, limit=query.limit, order=query.order
-            )
-        except UnknownCursor:
-            raise query.unknown_after("item", "this conversation") from None
+        page = await read_page(
+            ex, self.store.conversation_items, conversation_id, "item", "this conversation"
+        )
         if page is None:
             raise not_found(conversation_id)
         await ex.json(200, page.body())

@@ -9,13 +9,16 @@ the client got wrong is a 400 whose ``param`` names the field.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from accord.adapters.http.exchange import Exchange
+from accord.adapters.store import UnknownCursor
 from accord.errors import RequestError
 
 Order = Literal["asc", "desc"]
+PageT = TypeVar("PageT", covariant=True)
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -29,9 +32,13 @@ class PageQuery:
     limit: int
     order: Order
 
-    def unknown_after(self, item: str, container: str) -> RequestError:
-        """The 400 for an ``after`` naming no ``item`` of ``container``."""
-        return RequestError(f"No {item} with id '{self.after}' in {container}.", param="after")
+
+class Lister(Protocol[PageT]):
+    """A store's read of one page of what ``owner`` holds; None when there is no such owner."""
+
+    def __call__(
+        self, owner: str, /, *, after: str | None, limit: int, order: Order
+    ) -> Awaitable[PageT | None]: ...
 
 
 def path_part(ex: Exchange, name: str = "id") -> str:
@@ -66,6 +73,18 @@ def page_query(ex: Exchange) -> PageQuery:
         case _:
             raise RequestError("'order' must be 'asc' or 'desc'.", param="order")
     return PageQuery(after=ex.query.get("after") or None, limit=limit, order=order)
+
+
+async def read_page(ex: Exchange, lister: Lister[PageT], owner: str, item: str, within: str) -> PageT | None:
+    """The page of ``owner``'s items the request asks for; None when there is no such owner.
+
+    An ``after`` that names no ``item`` of the owner (``within``: the owner, in words) is a 400.
+    """
+    query = page_query(ex)
+    try:
+        return await lister(owner, after=query.after, limit=query.limit, order=query.order)
+    except UnknownCursor:
+        raise RequestError(f"No {item} with id '{query.after}' in {within}.", param="after") from None
 
 
 def list_body(data: list[dict[str, Any]], *, has_more: bool) -> dict[str, Any]:

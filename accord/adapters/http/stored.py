@@ -12,9 +12,9 @@ import anyio
 from accord.adapters.http.background import BackgroundRuns, LiveRun, stream_live, wait_final
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.paging import list_body, page_query, path_part, query_int
+from accord.adapters.http.paging import list_body, path_part, query_int, read_page
 from accord.adapters.runner import Stop
-from accord.adapters.store import ResponseRecord, ResponseStore, UnknownCursor, after, page_item, replay
+from accord.adapters.store import ResponseRecord, ResponseStore, after, page_item, replay
 from accord.errors import NotFound, RequestError
 
 #: How long a cancel waits for another process to end the response it runs.
@@ -96,13 +96,7 @@ class StoredRoutes:
 
     async def input_items(self, ctx: Context, ex: Exchange) -> None:
         response_id = path_part(ex)
-        query = page_query(ex)
-        try:
-            page = await self.store.input_items(
-                response_id, after=query.after, limit=query.limit, order=query.order
-            )
-        except UnknownCursor:
-            raise query.unknown_after("input item", "this response") from None
+        page = await read_page(ex, self.store.input_items, response_id, "input item", "this response")
         if page is None:
             raise not_found(response_id)
         await ex.json(200, list_body([page_item(row) for row in page.items], has_more=page.has_more))
