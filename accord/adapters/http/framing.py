@@ -60,8 +60,8 @@ class SseFraming(OnExchange):
             await self.ex.end_sse()
 
 
-class JsonFraming(OnExchange):
-    """``stream: false``: nothing while the run goes, then the fold as one body (or its error)."""
+class WholeBody(OnExchange):
+    """``stream: false`` of any protocol: nothing while the run goes, one answer at ``close``."""
 
     streaming = False
 
@@ -70,6 +70,10 @@ class JsonFraming(OnExchange):
 
     async def send(self, events: list[WireEvent]) -> None:
         return None
+
+
+class JsonFraming(WholeBody):
+    """The fold as one Responses body (or its error)."""
 
     async def close(self, outcome: Outcome) -> None:
         if outcome.raised or self.ex.disconnected:

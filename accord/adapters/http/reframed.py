@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.framing import OnExchange
+from accord.adapters.http.framing import OnExchange, WholeBody
 from accord.adapters.requests import Conversation, NormalizeOptions, ResponsesRequest
 from accord.adapters.runner import Outcome
 from accord.adapters.service import Prepared, Service
@@ -79,21 +79,13 @@ class ReframedSse(OnExchange):
             await ex.send_body(b"", more=False)
 
 
-class ReframedJson(OnExchange):
-    """``stream: false``: nothing while the run goes, then the protocol's body or error."""
-
-    streaming = False
+class ReframedJson(WholeBody):
+    """``stream: false``: the protocol's body or error, once the run has ended."""
 
     def __init__(self, ex: Exchange, body: Body, failure: Failure) -> None:
         super().__init__(ex)
         self._body = body
         self._failure = failure
-
-    async def open(self, run: ResponseRun) -> None:
-        return None
-
-    async def send(self, events: list[WireEvent]) -> None:
-        return None
 
     async def close(self, outcome: Outcome) -> None:
         if outcome.raised or self.ex.disconnected:
