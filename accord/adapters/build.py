@@ -298,8 +298,7 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
     service = build_service(
         settings, engine, store=store, observers=(lambda: [TraceRecorder.observer()]) if tracing else list
     )
-    statistics = getattr(service.engine, "statistics", None)
-    metrics = Metrics(statistics if callable(statistics) else None)
+    metrics = Metrics(service.engine.capabilities.statistics)
     hooks: list[RunHook] = []
     lifespans: list[Lifespan] = []
     writer = (

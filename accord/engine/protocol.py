@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -101,6 +101,11 @@ class EngineCapabilities:
     eos_token: str = ""
     #: Lists the models the engine's upstreams serve now (``/v1/models``); None: the engine's own.
     upstream_models: Callable[[], Awaitable[list[str]]] | None = None
+    #: Asks the engine now whether it could serve a request (``/ready``): ``{"ready": bool, ...}``,
+    #: the rest passed through to the client. None: ready whenever it exists (loaded at build).
+    readiness: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    #: The engine's counters and gauges, read at each ``/metrics`` scrape; None: it keeps none.
+    statistics: Callable[[], object] | None = None
 
 
 class Engine(Protocol):

@@ -93,6 +93,8 @@ class UpstreamEngine:
             bos_token=self.bos_token,
             eos_token=self.eos_token,
             upstream_models=self.upstream_models,
+            readiness=self.readiness,
+            statistics=self.statistics,
         )
 
     @property

@@ -11,13 +11,7 @@ the same run. Prints the figures; asserts only same-run relations.
 
 from __future__ import annotations
 
-import itertools
-import os
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -28,7 +22,8 @@ import pytest
 from accord.adapters.build import build_service
 from accord.adapters.requests import ResponsesRequest
 from accord.config import Settings
-from accord.engine.upstream import SSEDecoder, load_model_files
+from accord.engine.upstream import load_model_files
+from tests.benchmarks.token_latency import LatencyPath, percentile, read_rounds, serving
 from tests.remote.conftest import smollm2_path
 from tests.remote.llama_server import NOT_BUILT, LlamaServer, llama_bin_dir
 from tests.serving import free_port
@@ -36,79 +31,10 @@ from tests.serving import free_port
 ROUNDS = 4
 TOKENS = 48
 QUESTION = "Write a short paragraph about the sea."
-ROOT = Path(__file__).resolve().parents[2]
 
 
-@contextmanager
-def _accord(args: list[str], health: str) -> Iterator[None]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(1200):
-            try:
-                if httpx.get(health, timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None:
-                raise RuntimeError(f"{args} exited with {proc.returncode}")
-            time.sleep(0.05)
-        yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-async def _one(client: httpx.AsyncClient, url: str, body: dict[str, object], marker: bytes) -> list[float]:
-    """Arrival times of token events, the request's start first."""
-    times = [time.perf_counter()]
-    decoder = SSEDecoder()
-    async with client.stream("POST", url, json=body) as response:
-        assert response.status_code == 200
-        async for data in response.aiter_raw():
-            now = time.perf_counter()
-            for payload in decoder.feed(data):
-                if marker in payload:
-                    times.append(now)
-    return times
-
-
-class _Path:
-    def __init__(self, url: str, body: dict[str, object], marker: bytes) -> None:
-        self.url, self.body, self.marker = url, body, marker
-        self.ttft: dict[int, list[float]] = {}
-        self.gaps: dict[int, list[float]] = {}
-        self.events: dict[int, int] = {}
-
-
-async def _rounds(paths: list[_Path], streams: int) -> None:
-    async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=64)) as client:
-        for path in paths:  # warm: connections, the upstream's first probe, llama.cpp's first batch
-            await _one(client, path.url, path.body, path.marker)
-        for _ in range(ROUNDS):
-            for path in paths:
-                runs: list[list[float]] = []
-
-                async def one(path: _Path = path, runs: list[list[float]] = runs) -> None:
-                    runs.append(await _one(client, path.url, path.body, path.marker))
-
-                async with anyio.create_task_group() as tg:
-                    for _ in range(streams):
-                        tg.start_soon(one)
-                for times in runs:
-                    assert len(times) > 1, "a stream carried no tokens"
-                    path.ttft.setdefault(streams, []).append(times[1] - times[0])
-                    path.gaps.setdefault(streams, []).extend(b - a for a, b in itertools.pairwise(times[1:]))
-                    path.events[streams] = path.events.get(streams, 0) + len(times) - 1
+async def _read(paths: list[LatencyPath], streams: int) -> None:
+    await read_rounds(paths, streams=streams, rounds=ROUNDS, request_timeout=300)
 
 
 @pytest.mark.benchmark
@@ -128,8 +54,8 @@ def test_accord_adds_little_in_front_of_llama_server(tmp_path: Path) -> None:
         assert tokenizer is not None
         through_body = {"model": "m", "input": QUESTION, "stream": True, "max_output_tokens": TOKENS}
         through_body["temperature"] = 0
-        through = _Path(front + "/v1/responses", through_body, b'"response.output_text.delta"')
-        with _accord(serve, front + "/health"):
+        through = LatencyPath(front + "/v1/responses", through_body, b'"response.output_text.delta"')
+        with serving(serve, front + "/health", timeout=60):
             # The direct path sends exactly the prompt accord sends, rendered here by the same code.
             service = build_service(Settings(upstream=[llama.url], model=gguf, data_dir=tmp_path / "render"))
             request = msgspec.convert({**through_body, "stream": False}, ResponsesRequest)
@@ -138,9 +64,9 @@ def test_accord_adds_little_in_front_of_llama_server(tmp_path: Path) -> None:
             once = httpx.post(front + "/v1/responses", json={**through_body, "stream": False}, timeout=300)
             assert len(prompt) == once.json()["usage"]["input_tokens"]
             direct_body = {"prompt": prompt, "stream": True, "max_tokens": TOKENS, "temperature": 0}
-            direct = _Path(llama.url + "/v1/completions", direct_body, b'"text":')
+            direct = LatencyPath(llama.url + "/v1/completions", direct_body, b'"text":')
             for streams in (1, 8):
-                anyio.run(_rounds, [direct, through], streams)
+                anyio.run(_read, [direct, through], streams)
     finally:
         llama.stop()
 
@@ -151,7 +77,7 @@ def test_accord_adds_little_in_front_of_llama_server(tmp_path: Path) -> None:
             "inter-token gap": (direct.gaps[streams], through.gaps[streams]),
         }.items():
             for q in (0.5, 0.99):
-                dq, tq = _pct(d, q) * 1000, _pct(t, q) * 1000
+                dq, tq = percentile(d, q) * 1000, percentile(t, q) * 1000
                 rows.append(
                     f"  {streams} stream{'s' if streams > 1 else ' '} {name:<16} p{int(q * 100):<3} "
                     f"direct {dq:8.2f} ms   accord {tq:8.2f} ms   added {tq - dq:+7.2f} ms"
@@ -169,5 +95,5 @@ def test_accord_adds_little_in_front_of_llama_server(tmp_path: Path) -> None:
     # Same-run relations only: accord's first token comes within a small multiple of llama.cpp's own,
     # and its median pace is llama.cpp's.
     for streams in (1, 8):
-        assert _pct(through.ttft[streams], 0.5) < 3 * _pct(direct.ttft[streams], 0.5) + 0.05
-        assert _pct(through.gaps[streams], 0.5) < 2 * _pct(direct.gaps[streams], 0.5) + 0.005
+        assert percentile(through.ttft[streams], 0.5) < 3 * percentile(direct.ttft[streams], 0.5) + 0.05
+        assert percentile(through.gaps[streams], 0.5) < 2 * percentile(direct.gaps[streams], 0.5) + 0.005

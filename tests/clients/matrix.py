@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 KEEPALIVE_INTERVAL = 0.1
 #: Longer than the keepalive interval, so at least one keepalive lands between two deltas.
 PAUSE = 0.35
@@ -30,6 +32,14 @@ KEEPALIVE_TEXT = "".join(KEEPALIVE_CHUNKS)
 CITY = {"city": "Paris", "temperature": 21}
 REASONING = "The user wants two plus two. That is four."
 THINK_ANSWER = "The answer is 4."
+
+
+class City(BaseModel):
+    """:data:`CITY` as the model a client that parses structured output fills."""
+
+    city: str
+    temperature: int
+
 
 CITY_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -19,20 +19,14 @@ from agents import (
     set_tracing_disabled,
 )
 from openai.types.shared import Reasoning
-from pydantic import BaseModel
 
-from tests.clients.matrix import KEEPALIVE_TEXT, PLAIN_TEXT, REASONING, THINK_ANSWER, TOOL_ANSWER
+from tests.clients.matrix import KEEPALIVE_TEXT, PLAIN_TEXT, REASONING, THINK_ANSWER, TOOL_ANSWER, City
 from tests.serving import Server
 
 pytestmark = pytest.mark.slow
 T = TypeVar("T")
 
 set_tracing_disabled(True)
-
-
-class City(BaseModel):
-    city: str
-    temperature: int
 
 
 calls: list[str] = []

@@ -8,7 +8,6 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel
 
 from tests.clients.matrix import (
     CITY,
@@ -18,6 +17,7 @@ from tests.clients.matrix import (
     THINK_ANSWER,
     TOOL_ANSWER,
     WEATHER_TOOL_PARAMETERS,
+    City,
 )
 from tests.serving import Server
 
@@ -27,11 +27,6 @@ WEATHER = {
     "type": "function",
     "function": {"name": "get_weather", "description": "The weather.", "parameters": WEATHER_TOOL_PARAMETERS},
 }
-
-
-class City(BaseModel):
-    city: str
-    temperature: int
 
 
 def chat(server: Server, **extra: Any) -> ChatOpenAI:

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import json
+from functools import partial
 from typing import Any
 
 import openai
 import pytest
 
-from tests.clients.matrix import (
-    CITY,
-    CITY_SCHEMA,
-    KEEPALIVE_TEXT,
-    PLAIN_TEXT,
-    REASONING,
-    THINK_ANSWER,
-    TOOL_ANSWER,
-    WEATHER_TOOL_PARAMETERS,
-)
+from tests.clients import responses_scenarios as scenarios
+from tests.clients.matrix import KEEPALIVE_TEXT, PLAIN_TEXT, TOOL_ANSWER
+from tests.clients.responses_scenarios import TOOLS
 from tests.serving import Server
 
 pytestmark = pytest.mark.slow
-
-TOOLS: list[Any] = [
-    {"type": "function", "name": "get_weather", "parameters": WEATHER_TOOL_PARAMETERS, "strict": True}
-]
 
 
 def client(server: Server) -> openai.OpenAI:
@@ -52,17 +41,7 @@ def test_plain(server: Server, streamed: bool) -> None:
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_tool_loop(server: Server, streamed: bool) -> None:
-    first, _ = create(server, streamed, input="What is the weather in Paris?", tools=TOOLS)
-    [call] = [item for item in first.output if item.type == "function_call"]
-    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Paris"}
-    second, _ = create(
-        server,
-        streamed,
-        previous_response_id=first.id,
-        tools=TOOLS,
-        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}],
-    )
-    assert second.output_text == TOOL_ANSWER
+    scenarios.tool_loop(partial(create, server), streamed)
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -76,29 +55,18 @@ def test_keepalive_mid_stream(server: Server, streamed: bool) -> None:
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_structured_output(server: Server, streamed: bool) -> None:
-    text = {"format": {"type": "json_schema", "name": "city", "schema": CITY_SCHEMA, "strict": True}}
-    response, _ = create(server, streamed, input="structured weather report", text=text)
-    assert json.loads(response.output_text) == CITY
+    scenarios.structured_output(partial(create, server), streamed)
 
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_continuation(server: Server, streamed: bool) -> None:
-    alone, _ = create(server, streamed, input="and now?")
-    first, _ = create(server, streamed, input="hi, remember the word tangerine")
-    second, _ = create(server, streamed, input="and now?", previous_response_id=first.id)
-    assert second.output_text == PLAIN_TEXT
+    first, second = scenarios.continuation(partial(create, server), streamed)
     assert second.previous_response_id == first.id
-    assert second.usage.input_tokens > alone.usage.input_tokens
 
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_reasoning_summary(server: Server, streamed: bool) -> None:
-    response, kinds = create(server, streamed, input="think about 2+2", reasoning={"summary": "auto"})
-    [reasoning] = [item for item in response.output if item.type == "reasoning"]
-    assert [part.text for part in reasoning.summary] == [REASONING]
-    assert response.output_text == THINK_ANSWER
-    if streamed:
-        assert "response.reasoning_summary_text.delta" in kinds
+    scenarios.reasoning_summary(partial(create, server), streamed)
 
 
 def test_responses_connect(server: Server) -> None:

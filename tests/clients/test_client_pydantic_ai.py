@@ -8,21 +8,15 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import BaseModel
 from pydantic_ai import Agent, NativeOutput
 from pydantic_ai.messages import ModelResponse, ThinkingPart
 from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModelSettings
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from tests.clients.matrix import CITY, KEEPALIVE_TEXT, PLAIN_TEXT, REASONING, THINK_ANSWER, TOOL_ANSWER
+from tests.clients.matrix import CITY, KEEPALIVE_TEXT, PLAIN_TEXT, REASONING, THINK_ANSWER, TOOL_ANSWER, City
 from tests.serving import Server
 
 pytestmark = pytest.mark.slow
-
-
-class City(BaseModel):
-    city: str
-    temperature: int
 
 
 def model(server: Server) -> OpenAIResponsesModel:

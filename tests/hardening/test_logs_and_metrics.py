@@ -76,6 +76,38 @@ async def test_every_request_logs_one_line_rejected_ones_included(tmp_path: Path
     ]
 
 
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+MESSAGES = {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "x"}]}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/messages", MESSAGES)], ids=["chat", "messages"]
+)
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_a_run_of_another_protocol_logs_one_response_line(
+    tmp_path: Path, path: str, body: dict[str, Any], stream: bool
+) -> None:
+    # A run is logged by the run driver whatever protocol projects it; the edge's access
+    # line is only for requests no run answered (a refused body, here).
+    app = _app(tmp_path, api_key="k")
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    auth = {"authorization": "Bearer k"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        with capture_logs() as run_logs:
+            answer = await client.post(path, json={**body, "stream": stream}, headers=auth)
+        with capture_logs() as refused_logs:
+            refused = await client.post(path, json={**body, "messages": "x"}, headers=auth)
+    assert answer.status_code == 200 and answer.text
+    assert refused.status_code == 400
+    assert [(e["event"], e.get("stream")) for e in run_logs if e["event"] in ("request", "response")] == [
+        ("response", stream)
+    ]
+    assert [(e["event"], e.get("status")) for e in refused_logs if e["event"] in ("request", "response")] == [
+        ("request", 400)
+    ]
+
+
 def test_a_storm_of_one_message_is_cut_to_a_burst_per_window() -> None:
     now = [0.0]
     storm = StormFilter(burst=3, window=10.0, clock=lambda: now[0])

@@ -20,6 +20,7 @@ from accord.adapters.http.exchange import Exchange, Receive, Scope, Send, error_
 from accord.adapters.http.health import health, ready
 from accord.adapters.http.messages import PREFIX as MESSAGES_PREFIX
 from accord.adapters.http.messages import anthropic_error
+from accord.adapters.http.paging import path_part
 from accord.adapters.http.safety import RequestGuard
 from accord.adapters.http.websocket import serve_websocket
 from accord.adapters.metrics import CONTENT_TYPE, Metrics
@@ -59,8 +60,7 @@ async def _models(ctx: Context, ex: Exchange) -> None:
 
 
 async def _model(ctx: Context, ex: Exchange) -> None:
-    assert ex.match is not None
-    name = ex.match["id"]
+    name = path_part(ex)
     if name not in await ctx.model_names():
         raise NotFound(f"no model {name!r}", param="model")
     await ex.json(200, {"id": name, "object": "model", "created": 0, "owned_by": "accord"})
@@ -198,7 +198,8 @@ class AccordApp:
             self.metrics.request(ex.route or UNMATCHED, 500, "internal_error")
         finally:
             if not ex.driven:
-                # Runs log their own line (the run driver's); every other request logs this one.
+                # A request whose run the driver took (``Context.drive``, any protocol) is logged
+                # by the driver's ``response`` line; every other request logs this one.
                 access.info(
                     "request",
                     method=ex.method[:16],

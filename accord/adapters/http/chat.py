@@ -12,7 +12,6 @@ import time
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.framing import client_gone
 from accord.adapters.http.reframed import ReframedJson, ReframedSse, options, prepare
 from accord.adapters.requests import decode_chat_request, normalize_chat
 from accord.adapters.runner import Framing
@@ -33,11 +32,4 @@ async def create_chat_completion(ctx: Context, ex: Exchange) -> None:
         framing = ReframedSse(ex, chat_reframer(include_usage=include_usage), chat_failure)
     else:
         framing = ReframedJson(ex, chat_completion, chat_failure)
-    await ctx.runner.drive(
-        prepared,
-        framing,
-        watchers=[client_gone(ex)],
-        route="chat_completions",
-        started=started,
-        persist=False,
-    )
+    await ctx.drive(ex, prepared, framing, route="chat_completions", started=started, persist=False)

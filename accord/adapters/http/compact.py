@@ -17,7 +17,7 @@ import msgspec
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.framing import client_gone, failure_status
+from accord.adapters.http.framing import failure_status
 from accord.adapters.requests import ChatMessage, ResponsesRequest, TextPart
 from accord.adapters.runner import Collected
 from accord.adapters.service import Prepared
@@ -94,9 +94,7 @@ async def _compact(ctx: Context, ex: Exchange, request: ResponsesRequest) -> Non
         request=request, conversation=summarising, run=service.build_run(request, summarising)
     )
     # The summary run is not a response of its own: nothing is stored or traced for it.
-    outcome = await ctx.runner.drive(
-        prepared, Collected(), watchers=[client_gone(ex)], route="compact", persist=False
-    )
+    outcome = await ctx.drive(ex, prepared, Collected(), route="compact", persist=False)
     if ex.disconnected:
         return
     snapshot = outcome.snapshot

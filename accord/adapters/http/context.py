@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from accord.adapters.http.admission import Admission, Ticket
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.exchange import Exchange
+from accord.adapters.http.framing import client_gone
 from accord.adapters.http.offload import Decoder
 from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
-from accord.adapters.runner import Runner
-from accord.adapters.service import Service
+from accord.adapters.runner import Framing, Outcome, Runner
+from accord.adapters.service import Prepared, Service
 from accord.adapters.store import ResponseStore
 from accord.errors import Overloaded
 
@@ -63,6 +64,32 @@ class Context:
             self.refuse_if_draining()
             return None
         return await self.admission.admit(draining=self.runner.lifecycle.draining)
+
+    async def drive(
+        self,
+        ex: Exchange,
+        prepared: Prepared,
+        framing: Framing,
+        *,
+        route: str = "responses",
+        started: float | None = None,
+        persist: bool = True,
+    ) -> Outcome:
+        """Run ``prepared`` on the run driver for this exchange, until it ends or the client leaves.
+
+        The driver logs one ``response`` line for the run, whatever its protocol or framing; the
+        exchange is marked as driven here, at the one place a handler hands its run over, so the
+        app logs no access line of its own for it (a request refused before this point logs one).
+        """
+        ex.driven = True
+        return await self.runner.drive(
+            prepared,
+            framing,
+            watchers=[client_gone(ex)],
+            route=route,
+            started=started,
+            persist=persist,
+        )
 
     async def read_request(self, ex: Exchange) -> ResponsesRequest:
         """The body of a Responses request, decoded under the server's limits."""

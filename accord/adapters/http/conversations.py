@@ -17,7 +17,8 @@ import msgspec
 from accord.adapters.conversations import new_items
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.store import ConversationRecord, DuplicateItem, ResponseStore, UnknownCursor
+from accord.adapters.http.paging import list_body, path_part, read_page
+from accord.adapters.store import ConversationRecord, DuplicateItem, ResponseStore
 from accord.errors import NotFound, RequestError
 
 #: The most items one create or add request may carry (OpenAI's limit).
@@ -80,16 +81,6 @@ def _items(raw: list[Any]) -> list[tuple[str, dict[str, Any]]]:
     return items
 
 
-def _list(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": items,
-        "first_id": items[0]["id"] if items else None,
-        "last_id": items[-1]["id"] if items else None,
-        "has_more": False,
-    }
-
-
 def not_found(conversation_id: str) -> NotFound:
     return NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
 
@@ -134,42 +125,34 @@ class ConversationRoutes:
         await ex.json(200, record.body())
 
     async def retrieve(self, ctx: Context, ex: Exchange) -> None:
-        await ex.json(200, (await self._conversation(_id(ex))).body())
+        await ex.json(200, (await self._conversation(path_part(ex))).body())
 
     async def update(self, ctx: Context, ex: Exchange) -> None:
         body: _Update = _decode(await ex.read_body(MAX_BODY_BYTES), _Update)
-        conversation_id = _id(ex)
+        conversation_id = path_part(ex)
         record = await self.store.update_conversation(conversation_id, metadata=_metadata(body.metadata))
         if record is None:
             raise not_found(conversation_id)
         await ex.json(200, record.body())
 
     async def delete(self, ctx: Context, ex: Exchange) -> None:
-        conversation_id = _id(ex)
+        conversation_id = path_part(ex)
         if not await self.store.delete_conversation(conversation_id):
             raise not_found(conversation_id)
         await ex.json(200, {"id": conversation_id, "object": "conversation.deleted", "deleted": True})
 
     async def list_items(self, ctx: Context, ex: Exchange) -> None:
-        conversation_id = _id(ex)
-        limit = _int(ex, "limit", 20, 1, 100)
-        order = ex.query.get("order", "desc")
-        if order not in ("asc", "desc"):
-            raise RequestError("'order' must be 'asc' or 'desc'.", param="order")
-        cursor = ex.query.get("after") or None
-        try:
-            page = await self.store.conversation_items(
-                conversation_id, after=cursor, limit=limit, order=order
-            )
-        except UnknownCursor:
-            raise RequestError(f"No item with id '{cursor}' in this conversation.", param="after") from None
+        conversation_id = path_part(ex)
+        page = await read_page(
+            ex, self.store.conversation_items, conversation_id, "item", "this conversation"
+        )
         if page is None:
             raise not_found(conversation_id)
         await ex.json(200, page.body())
 
     async def add_items(self, ctx: Context, ex: Exchange) -> None:
         body: _Add = _decode(await ex.read_body(MAX_BODY_BYTES), _Add)
-        conversation_id = _id(ex)
+        conversation_id = path_part(ex)
         items = _items(body.items)
         try:
             added = await self.store.append_conversation_items(conversation_id, items)
@@ -179,10 +162,10 @@ class ConversationRoutes:
             ) from None
         if added is None:
             raise not_found(conversation_id)
-        await ex.json(200, _list([item.decoded() for item in added]))
+        await ex.json(200, list_body([item.decoded() for item in added], has_more=False))
 
     async def retrieve_item(self, ctx: Context, ex: Exchange) -> None:
-        conversation_id, item_id = _id(ex), _item(ex)
+        conversation_id, item_id = path_part(ex), path_part(ex, "item")
         found = await self.store.conversation_item(conversation_id, item_id)
         if found is None:
             await self._conversation(conversation_id)
@@ -190,32 +173,9 @@ class ConversationRoutes:
         await ex.json(200, found.decoded())
 
     async def delete_item(self, ctx: Context, ex: Exchange) -> None:
-        conversation_id, item_id = _id(ex), _item(ex)
+        conversation_id, item_id = path_part(ex), path_part(ex, "item")
         record = await self._conversation(conversation_id)
         if not await self.store.delete_conversation_item(conversation_id, item_id):
             raise NotFound(f"Item with id '{item_id}' not found.", param="item_id")
         # OpenAI answers an item deletion with the conversation it was deleted from.
         await ex.json(200, record.body())
-
-
-def _id(ex: Exchange) -> str:
-    assert ex.match is not None
-    return ex.match["id"]
-
-
-def _item(ex: Exchange) -> str:
-    assert ex.match is not None
-    return ex.match["item"]
-
-
-def _int(ex: Exchange, name: str, default: int, low: int, high: int) -> int:
-    raw = ex.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise RequestError(f"'{name}' must be an integer.", param=name) from None
-    if not low <= value <= high:
-        raise RequestError(f"'{name}' must be between {low} and {high}.", param=name)
-    return value

@@ -122,7 +122,7 @@ class Exchange:
         self.match: re.Match[str] | None = None
         #: The matched route's label (metrics, logs); None when no route matched the path.
         self.route: str | None = None
-        #: A run driver answers this exchange and logs its line.
+        #: The run driver answers this exchange and logs its line (set by ``Context.drive``).
         self.driven = False
 
     async def send(self, message: Message) -> None:

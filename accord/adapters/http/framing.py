@@ -32,19 +32,18 @@ def client_gone(ex: Exchange) -> Watcher:
     return watch
 
 
-class _OnExchange:
+class OnExchange:
     """A framing that answers one HTTP exchange: its status is the exchange's."""
 
     def __init__(self, ex: Exchange) -> None:
         self.ex = ex
-        ex.driven = True
 
     @property
     def status(self) -> int:
         return self.ex.status
 
 
-class SseFraming(_OnExchange):
+class SseFraming(OnExchange):
     """``stream: true``: every batch as SSE frames, and a clean end of the body."""
 
     streaming = True
@@ -61,8 +60,8 @@ class SseFraming(_OnExchange):
             await self.ex.end_sse()
 
 
-class JsonFraming(_OnExchange):
-    """``stream: false``: nothing while the run goes, then the fold as one body (or its error)."""
+class WholeBody(OnExchange):
+    """``stream: false`` of any protocol: nothing while the run goes, one answer at ``close``."""
 
     streaming = False
 
@@ -71,6 +70,10 @@ class JsonFraming(_OnExchange):
 
     async def send(self, events: list[WireEvent]) -> None:
         return None
+
+
+class JsonFraming(WholeBody):
+    """The fold as one Responses body (or its error)."""
 
     async def close(self, outcome: Outcome) -> None:
         if outcome.raised or self.ex.disconnected:

@@ -3,18 +3,18 @@
 ``/health`` answers whether the process serves at all: 200 ``ok``, or 503 ``draining`` once
 a shutdown began, so that a load balancer stops sending work. ``/ready`` answers whether a
 request would be served now: the engine is loaded (it is, once the app exists: the
-composition root builds it first) and, for an engine with upstreams, at least one of them
-is not marked down. An engine may report its own readiness through an async
-``readiness() -> {"ready": bool, ...}``; its report is passed through.
+composition root builds it first) and, for an engine that declares a ``readiness`` check in
+its capabilities (one with upstreams: every pool has one not marked down), that check
+passes; its report is passed through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
+from accord.engine.protocol import Engine
 
 
 async def health(ctx: Context, ex: Exchange) -> None:
@@ -22,23 +22,12 @@ async def health(ctx: Context, ex: Exchange) -> None:
     await ex.json(503 if draining else 200, {"status": "draining" if draining else "ok"})
 
 
-async def engine_readiness(engine: Any) -> dict[str, Any]:
-    """The engine's own report if it has one, else one read from its ``statistics()``."""
-    readiness = getattr(engine, "readiness", None)
-    if readiness is not None:
-        return dict(await readiness())
-    statistics = getattr(engine, "statistics", None)
-    stats = statistics() if callable(statistics) else None
-    if isinstance(stats, Mapping) and "pools" in stats:
-        pools = [list(p) if isinstance(p, list) else [p] for p in stats["pools"]]
-        upstreams = [u for pool in pools for u in pool if isinstance(u, Mapping)]
-        # Every pool needs one upstream not known to be down (disaggregated: prefill and decode).
-        ready = all(any(u.get("state") != "down" for u in pool) for pool in pools if pool)
-        return {
-            "ready": ready,
-            "upstreams": [{"url": u.get("url"), "state": u.get("state")} for u in upstreams],
-        }
-    return {"ready": True}
+async def engine_readiness(engine: Engine) -> dict[str, Any]:
+    """The engine's own report where it declares a readiness check; else ready (it is loaded)."""
+    readiness = engine.capabilities.readiness
+    if readiness is None:
+        return {"ready": True}
+    return dict(await readiness())
 
 
 async def ready(ctx: Context, ex: Exchange) -> None:

@@ -18,7 +18,6 @@ from typing import Any
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.framing import client_gone
 from accord.adapters.http.reframed import ReframedJson, ReframedSse, options, prepare
 from accord.adapters.requests import decode_count_tokens_request, decode_messages_request, normalize_messages
 from accord.adapters.runner import Framing
@@ -64,9 +63,7 @@ async def _create_message(ctx: Context, ex: Exchange) -> None:
         if stream
         else ReframedJson(ex, lambda snapshot: message_body(snapshot, stops), messages_failure)
     )
-    await ctx.runner.drive(
-        prepared, framing, watchers=[client_gone(ex)], route="messages", started=started, persist=False
-    )
+    await ctx.drive(ex, prepared, framing, route="messages", started=started, persist=False)
 
 
 async def count_message_tokens(ctx: Context, ex: Exchange) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from accord.adapters.http.exchange import Exchange
+from accord.adapters.http.framing import OnExchange, WholeBody
 from accord.adapters.requests import Conversation, NormalizeOptions, ResponsesRequest
 from accord.adapters.runner import Outcome
 from accord.adapters.service import Prepared, Service
@@ -37,20 +38,16 @@ class Reframes(Protocol):
     def feed(self, batch: list[WireEvent], log: EventLog) -> bytes: ...
 
 
-class ReframedSse:
+class ReframedSse(OnExchange):
     """``stream: true``: each batch as the protocol's frames, the head held as described above."""
 
     streaming = True
 
     def __init__(self, ex: Exchange, reframer: Reframes, failure: Failure) -> None:
-        self.ex = ex
+        super().__init__(ex)
         self._reframer = reframer
         self._failure = failure
         self._run: ResponseRun | None = None
-
-    @property
-    def status(self) -> int:
-        return self.ex.status
 
     async def open(self, run: ResponseRun) -> None:
         self._run = run
@@ -82,25 +79,13 @@ class ReframedSse:
             await ex.send_body(b"", more=False)
 
 
-class ReframedJson:
-    """``stream: false``: nothing while the run goes, then the protocol's body or error."""
-
-    streaming = False
+class ReframedJson(WholeBody):
+    """``stream: false``: the protocol's body or error, once the run has ended."""
 
     def __init__(self, ex: Exchange, body: Body, failure: Failure) -> None:
-        self.ex = ex
+        super().__init__(ex)
         self._body = body
         self._failure = failure
-
-    @property
-    def status(self) -> int:
-        return self.ex.status
-
-    async def open(self, run: ResponseRun) -> None:
-        return None
-
-    async def send(self, events: list[WireEvent]) -> None:
-        return None
 
     async def close(self, outcome: Outcome) -> None:
         if outcome.raised or self.ex.disconnected:

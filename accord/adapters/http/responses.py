@@ -6,7 +6,7 @@ import time
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.framing import JsonFraming, SseFraming, client_gone
+from accord.adapters.http.framing import JsonFraming, SseFraming
 from accord.errors import RequestError
 
 
@@ -24,7 +24,7 @@ async def create_response(ctx: Context, ex: Exchange) -> None:
             await ctx.background.start(ex, prepared, ticket=held)
             return
         framing = SseFraming(ex) if request.stream else JsonFraming(ex)
-        await ctx.runner.drive(prepared, framing, watchers=[client_gone(ex)], started=started)
+        await ctx.drive(ex, prepared, framing, started=started)
     finally:
         if ticket is not None:
             ticket.release()

@@ -12,8 +12,9 @@ import anyio
 from accord.adapters.http.background import BackgroundRuns, LiveRun, stream_live, wait_final
 from accord.adapters.http.context import Context, Handler
 from accord.adapters.http.exchange import Exchange
+from accord.adapters.http.paging import list_body, path_part, query_int, read_page
 from accord.adapters.runner import Stop
-from accord.adapters.store import ResponseRecord, ResponseStore, UnknownCursor, after, page_item, replay
+from accord.adapters.store import ResponseRecord, ResponseStore, after, page_item, replay
 from accord.errors import NotFound, RequestError
 
 #: How long a cancel waits for another process to end the response it runs.
@@ -28,19 +29,6 @@ def not_found(response_id: str) -> NotFound:
 
 def _flag(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1", "yes")
-
-
-def _int(ex: Exchange, name: str, default: int, low: int, high: int) -> int:
-    raw = ex.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise RequestError(f"'{name}' must be an integer.", param=name) from None
-    if not low <= value <= high:
-        raise RequestError(f"'{name}' must be between {low} and {high}.", param=name)
-    return value
 
 
 class StoredRoutes:
@@ -64,7 +52,7 @@ class StoredRoutes:
         return record
 
     async def retrieve(self, ctx: Context, ex: Exchange) -> None:
-        response_id = _id(ex)
+        response_id = path_part(ex)
         live = self.runs.live.get(response_id)
         if not _flag(ex.query.get("stream")):
             if live is not None:
@@ -72,7 +60,7 @@ class StoredRoutes:
             else:
                 await ex.json(200, (await self._record(response_id)).snapshot().body())
             return
-        starting_after = _int(ex, "starting_after", -1, -1, 2**62)
+        starting_after = query_int(ex, "starting_after", -1, -1, 2**62)
         if live is not None:
             await stream_live(ex, live, starting_after)
             return
@@ -98,7 +86,7 @@ class StoredRoutes:
         await ex.end_sse()
 
     async def delete(self, ctx: Context, ex: Exchange) -> None:
-        response_id = _id(ex)
+        response_id = path_part(ex)
         live = self.runs.live.get(response_id)
         if live is not None:
             await _cancel_live(live)
@@ -107,32 +95,14 @@ class StoredRoutes:
         await ex.json(200, {"id": response_id, "object": "response", "deleted": True})
 
     async def input_items(self, ctx: Context, ex: Exchange) -> None:
-        response_id = _id(ex)
-        limit = _int(ex, "limit", 20, 1, 100)
-        order = ex.query.get("order", "desc")
-        if order not in ("asc", "desc"):
-            raise RequestError("'order' must be 'asc' or 'desc'.", param="order")
-        cursor = ex.query.get("after") or None
-        try:
-            page = await self.store.input_items(response_id, after=cursor, limit=limit, order=order)
-        except UnknownCursor:
-            raise RequestError(f"No input item with id '{cursor}' in this response.", param="after") from None
+        response_id = path_part(ex)
+        page = await read_page(ex, self.store.input_items, response_id, "input item", "this response")
         if page is None:
             raise not_found(response_id)
-        data = [page_item(row) for row in page.items]
-        await ex.json(
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "first_id": data[0]["id"] if data else None,
-                "last_id": data[-1]["id"] if data else None,
-                "has_more": page.has_more,
-            },
-        )
+        await ex.json(200, list_body([page_item(row) for row in page.items], has_more=page.has_more))
 
     async def cancel(self, ctx: Context, ex: Exchange) -> None:
-        response_id = _id(ex)
+        response_id = path_part(ex)
         live = self.runs.live.get(response_id)
         if live is not None:
             await _cancel_live(live)
@@ -151,8 +121,3 @@ class StoredRoutes:
 async def _cancel_live(live: LiveRun) -> None:
     live.stop(Stop.CANCELLED)
     await live.done.wait()
-
-
-def _id(ex: Exchange) -> str:
-    assert ex.match is not None
-    return ex.match["id"]

@@ -196,6 +196,7 @@ class LocalEngine:
             chat_template=self._chat_template,
             bos_token=self.bos_token or "",
             eos_token=self.eos_token or "",
+            statistics=self.statistics,
         )
 
     @property

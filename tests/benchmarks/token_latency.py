@@ -1,0 +1,114 @@
+"""What the front-of-upstream benchmarks share: servers as subprocesses, token arrival times, rounds.
+
+Each benchmark reads the same stream two ways, straight from an upstream and through an
+``accord serve`` process in front of it, the paths taking turns so that both see the same
+machine. A path keeps, per number of concurrent streams, the time to its first token event
+and every gap between token events.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+
+from accord.engine.upstream import SSEDecoder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def serving(args: list[str], health: str, *, timeout: float) -> Iterator[None]:
+    """``args`` run from the repository root until the block ends, once ``health`` answers 200."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(health, timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"{args} exited with {proc.returncode}")
+            time.sleep(0.05)  # polling another process's port: there is no event to wait on
+        else:
+            raise RuntimeError(f"{args} did not answer {health} within {timeout} s")
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def token_times(
+    client: httpx.AsyncClient, url: str, body: dict[str, object], marker: bytes
+) -> list[float]:
+    """Arrival times of the stream's token events (payloads holding ``marker``), the request's start first."""
+    times = [time.perf_counter()]
+    decoder = SSEDecoder()
+    async with client.stream("POST", url, json=body) as response:
+        assert response.status_code == 200
+        async for data in response.aiter_raw():
+            now = time.perf_counter()
+            for payload in decoder.feed(data):
+                if marker in payload:
+                    times.append(now)
+    return times
+
+
+class LatencyPath:
+    """One way to the same stream, and what was measured on it, keyed by concurrent streams."""
+
+    def __init__(self, url: str, body: dict[str, object], marker: bytes) -> None:
+        self.url, self.body, self.marker = url, body, marker
+        self.ttft: dict[int, list[float]] = {}
+        self.gaps: dict[int, list[float]] = {}
+        self.events: dict[int, int] = {}
+
+
+async def read_rounds(
+    paths: list[LatencyPath], *, streams: int, rounds: int, request_timeout: float, tokens: int | None = None
+) -> None:
+    """``rounds`` rounds of ``streams`` concurrent streams on each path in turn, after one warm-up each.
+
+    ``tokens``: how many token events every stream must carry (None: at least one).
+    """
+    limits = httpx.Limits(max_connections=2 * streams, max_keepalive_connections=2 * streams)
+    async with httpx.AsyncClient(timeout=request_timeout, limits=limits) as client:
+        for path in paths:  # warm: connections, first-request work, the upstream's first probe
+            await token_times(client, path.url, path.body, path.marker)
+        for _ in range(rounds):
+            for path in paths:
+                runs: list[list[float]] = []
+
+                async def one(path: LatencyPath = path, runs: list[list[float]] = runs) -> None:
+                    runs.append(await token_times(client, path.url, path.body, path.marker))
+
+                async with anyio.create_task_group() as tg:
+                    for _ in range(streams):
+                        tg.start_soon(one)
+                for times in runs:
+                    if tokens is None:
+                        assert len(times) > 1, "a stream carried no tokens"
+                    else:
+                        assert len(times) == tokens + 1, "a stream lost tokens"
+                    path.ttft.setdefault(streams, []).append(times[1] - times[0])
+                    path.gaps.setdefault(streams, []).extend(b - a for a, b in itertools.pairwise(times[1:]))
+                    path.events[streams] = path.events.get(streams, 0) + len(times) - 1
