@@ -106,4 +106,5 @@ class ClosingTokens:
 
 
 def _allowed(words: npt.NDArray[np.int32], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    return ((words[ids >> 5] >> (ids & 31)) & 1).astype(bool)
+    bits: npt.NDArray[np.bool_] = ((words[ids >> 5] >> (ids & 31)) & 1).astype(bool)
+    return bits

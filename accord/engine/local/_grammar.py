@@ -232,7 +232,8 @@ class Matcher:
 
     def _shortest_finish(self) -> list[int] | None:
         """The tokens of a short valid finish from here, stop token included (traced on a fork)."""
-        probe, state, path = self._matcher.fork(), self.string.copy(), []
+        probe, state = self._matcher.fork(), self.string.copy()
+        path: list[int] = []
         words = self._scratch.numpy()[0]
         while len(path) < LOOKAHEAD_LIMIT:
             probe.fill_next_token_bitmask(self._scratch, 0)
