@@ -51,6 +51,17 @@ TAILS = [
     ("mistral", "[INST]hi[/INST]", Start.LEADING_TAG),
     ("harmony", "<|start|>user<|message|>hi<|end|><|start|>assistant", Start.OUTSIDE),
     ("harmony", "<|start|>assistant<|channel|>analysis<|message|>", Start.INSIDE),
+    # Gemma 4 with thinking off: the generation prompt closes an empty thought block.
+    ("gemma4", "<|turn>user\nhi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>", Start.OUTSIDE),
+    # Thinking on (<|think|> in the system turn): the model opens the block itself.
+    ("gemma4", "<|turn>system\n<|think|><turn|>\n<|turn>model\n", Start.LEADING_TAG),
+    # After a tool's response the turn goes on, with the same empty block when thinking is off.
+    (
+        "gemma4",
+        "<|tool_response>response:f{value:1}<tool_response|><|channel>thought\n<channel|>",
+        Start.OUTSIDE,
+    ),
+    ("gemma4", "<|turn>model\n<|channel>thought\n", Start.INSIDE),
 ]
 
 
