@@ -68,9 +68,17 @@ FORMATS: dict[str, ThinkFormat] = {
     "glm45": _think(_leading_tag_unless_off),
     "glm47": _think(_inside_unless_off),
     "kimi_k2": _think(_inside_if_on_else_leading_tag),
-    "mistral": ThinkFormat("[THINK]", "[/THINK]", MISTRAL_REASONING_EXITS, _leading_tag_unless_off),
+    # Magistral and Gemma 4 write their reasoning about the call markup they use; an opener
+    # in a block counts as a call only if the block never closes (``hold_openers``).
+    "mistral": ThinkFormat(
+        "[THINK]", "[/THINK]", MISTRAL_REASONING_EXITS, _leading_tag_unless_off, hold_openers=True
+    ),
     "gemma4": ThinkFormat(
-        "<|channel>thought\n", "<channel|>", GEMMA4_REASONING_EXITS, _leading_tag_unless_off
+        "<|channel>thought\n",
+        "<channel|>",
+        GEMMA4_REASONING_EXITS,
+        _leading_tag_unless_off,
+        hold_openers=True,
     ),
 }
 

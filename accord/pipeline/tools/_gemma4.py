@@ -80,7 +80,8 @@ class _Reader:
             raise _Invalid
         return self.text[start:end], end + len(GEMMA4_QUOTE)
 
-    def key(self, i: int) -> int:
+    def key(self, i: int) -> tuple[str, int]:
+        """The key at ``i`` and the position after its ``:``."""
         text = self.text
         if text.startswith(GEMMA4_QUOTE, i):
             key, i = self.string(i)
@@ -95,9 +96,7 @@ class _Reader:
             if not key or any(c in key for c in ',{}[]<>"') or GEMMA4_QUOTE in key:
                 raise _Invalid
             i = colon
-        self.out.append(_ENCODER.encode(key))
-        self.out.append(": ")
-        return i + 1
+        return key, i + 1
 
     def obj(self, i: int) -> int:
         """Read the object whose ``{`` is at ``i``; the position after its ``}``."""
@@ -107,8 +106,22 @@ class _Reader:
         if text.startswith("}", i):
             out.append("}")
             return i + 1
+        seen: set[str] = set()
         while True:
-            i = self.value(self.skip(self.key(i)))
+            key, i = self.key(i)
+            if key in seen:
+                # A repeated key keeps its first value, as the other parsers do: the
+                # second is read (it must still be valid) into a discarded buffer.
+                kept, self.out = self.out, []
+                i = self.value(self.skip(i))
+                self.out = kept
+                if out[-1] == ", ":
+                    out.pop()
+            else:
+                seen.add(key)
+                out.append(_ENCODER.encode(key))
+                out.append(": ")
+                i = self.value(self.skip(i))
             i = self.skip(i)
             if text.startswith(",", i):
                 out.append(", ")
