@@ -43,6 +43,8 @@ from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
 #: Leading whitespace longer than this is text, not layout before an open tag.
 _MAX_LEAD = 64
+#: Held pieces are joined in groups of this many.
+_GROUP = 64
 
 
 class _State(enum.Enum):
@@ -87,7 +89,10 @@ class ThinkSplitter:
         self._held_markers = MarkerSet(self._markers)
         self._hold_openers = fmt.hold_openers
         self._close_only = MarkerSet((fmt.close_tag,))
-        self._pending: list[str] = []  # HELD: the text from the opener on
+        # HELD: the text from the opener on, joined in groups as it arrives (a long held
+        # stretch is a few thousand strings, not one per 4-character chunk).
+        self._pending: list[str] = []
+        self._recent: list[str] = []
         firsts = MarkerSet((*self._markers, fmt.open_tag)).firsts
         # One first character (``<`` or ``[``) is one ``in`` test per chunk on the fast path.
         self._first = firsts if len(firsts) == 1 else ""
@@ -135,8 +140,7 @@ class ThinkSplitter:
         rest, self._buf = self._buf, ""
         if self._state is _State.HELD:
             # The block never closed: the opener began a call.
-            _emit(out, Content, "".join(self._pending) + rest)
-            self._pending = []
+            _emit(out, Content, self._take_pending() + rest)
             self._state = _State.VERBATIM
         elif self._state is _State.CLOSING:
             _emit(out, Content, self._close + self._ws + rest)
@@ -215,13 +219,21 @@ class ThinkSplitter:
         if pos < 0:
             cut = len(buf) if final else len(buf) - self._close_only.partial_len(buf, i)
             if cut > i:
-                self._pending.append(buf[i:cut])
+                recent = self._recent
+                recent.append(buf[i:cut])
+                if len(recent) >= _GROUP:
+                    self._pending.append("".join(recent))
+                    recent.clear()
             return cut
         # The block closed after the opener: it was reasoning that mentions the markup.
-        _emit(out, Reasoning, "".join(self._pending) + buf[i:pos])
-        self._pending = []
+        _emit(out, Reasoning, self._take_pending() + buf[i:pos])
         self._state = _State.OUTSIDE
         return pos + len(self._close)
+
+    def _take_pending(self) -> str:
+        held = "".join(self._pending) + "".join(self._recent)
+        self._pending, self._recent = [], []
+        return held
 
     def _lead(self, buf: str, i: int, final: bool) -> int:
         """Drop a leading open tag and the whitespace before it; ``_leading`` stays while undecided."""

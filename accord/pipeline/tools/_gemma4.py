@@ -1,4 +1,4 @@
-"""Gemma 4 tool calls (``gemma4``)::
+"""Gemma 4 tool calls (``gemma4``, docs/model-formats.md B15)::
 
     <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>
 
