@@ -52,10 +52,9 @@ _LITERALS = {
 #: A bare scalar (number, literal, word) runs to one of these.
 _SCALAR_END = re.compile(r"[,}\]]|" + re.escape(GEMMA4_QUOTE))
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
-class _Invalid(Exception):
-    """The argument text is not the Gemma value syntax."""
+#: The reader raises ValueError with this when the text is not the Gemma value syntax; it
+#: never leaves this module (``parse_arguments`` turns it into ``None``).
+_NOT_GEMMA = "not a Gemma 4 value"
 
 
 class _Reader:
@@ -77,7 +76,7 @@ class _Reader:
         start = i + len(GEMMA4_QUOTE)
         end = self.text.find(GEMMA4_QUOTE, start)
         if end < 0:
-            raise _Invalid
+            raise ValueError(_NOT_GEMMA)
         return self.text[start:end], end + len(GEMMA4_QUOTE)
 
     def key(self, i: int) -> tuple[str, int]:
@@ -87,14 +86,14 @@ class _Reader:
             key, i = self.string(i)
             i = self.skip(i)
             if not text.startswith(":", i):
-                raise _Invalid
+                raise ValueError(_NOT_GEMMA)
         else:
             colon = text.find(":", i)
             if colon < 0:
-                raise _Invalid
+                raise ValueError(_NOT_GEMMA)
             key = text[i:colon].strip()
             if not key or any(c in key for c in ',{}[]<>"') or GEMMA4_QUOTE in key:
-                raise _Invalid
+                raise ValueError(_NOT_GEMMA)
             i = colon
         return key, i + 1
 
@@ -130,7 +129,7 @@ class _Reader:
                 out.append("}")
                 return i + 1
             else:
-                raise _Invalid
+                raise ValueError(_NOT_GEMMA)
 
     def array(self, i: int) -> int:
         text, out = self.text, self.out
@@ -148,7 +147,7 @@ class _Reader:
                 out.append("]")
                 return i + 1
             else:
-                raise _Invalid
+                raise ValueError(_NOT_GEMMA)
 
     def value(self, i: int) -> int:
         text = self.text
@@ -164,7 +163,7 @@ class _Reader:
         end = match.start() if match else len(text)
         word = text[i:end].strip()
         if not word or (match is not None and match.group() == GEMMA4_QUOTE):
-            raise _Invalid
+            raise ValueError(_NOT_GEMMA)
         literal = _LITERALS.get(word)
         if literal is not None:
             self.out.append(literal)
@@ -180,7 +179,7 @@ def parse_arguments(text: str, start: int) -> tuple[str, int] | None:
     reader = _Reader(text)
     try:
         end = reader.obj(start)
-    except (_Invalid, RecursionError):
+    except (ValueError, RecursionError):
         return None
     return "".join(reader.out), end
 
