@@ -140,6 +140,16 @@ NO_THINK_TEMPLATE = (
     "<|im_start|>assistant\n"
 )
 
+#: Gemma 4's generation prompt as its template writes it: with thinking off an empty thought
+#: block is closed at the end of the prompt; with thinking on the model opens the block.
+GEMMA4_TEMPLATE = (
+    "{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}"
+    "<|turn>model\n{% if not enable_thinking | default(false) %}<|channel>thought\n<channel|>{% endif %}"
+)
+GEMMA4_THINKING_TEMPLATE = (
+    "{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}<|turn>model\n"
+)
+
 
 async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Response]:
     """Non-streamed and streamed, in one event loop (the app lives in one loop)."""
@@ -170,6 +180,26 @@ async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Respons
             None,
             "Use `git rebase -i HEAD~3`.",
             0,
+        ),
+        # Gemma 4 with thinking off: the prompt closed an empty block; the answer is the message.
+        (
+            "gemma4",
+            GEMMA4_TEMPLATE,
+            ["It is", " 4."],
+            None,
+            "It is 4.",
+            0,
+        ),
+        # Gemma 4 with thinking on: the model opens <|channel>thought itself. The open tag's
+        # 6 tokens are counted with the reasoning (1 + 2 + 1 more); the close tag's 4 go with
+        # the answer.
+        (
+            "gemma4",
+            GEMMA4_THINKING_TEMPLATE,
+            ["<|channel>thought\n", "Weighing", " it", ".", "<channel|>", "Answer", "."],
+            "Weighing it.",
+            "Answer.",
+            10,
         ),
     ],
 )
