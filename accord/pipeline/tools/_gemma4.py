@@ -11,9 +11,9 @@ vendored in llama.cpp as ``models/templates/gemma4.jinja``, its ``format_argumen
 - a string value is wrapped in the ``<|"|>`` token, unescaped; booleans are ``true`` and
   ``false``; numbers are bare; objects are ``{k:v,…}`` and arrays ``[v,…]``.
 
-The public Gemma 4 parsers (vLLM's ``gemma4`` parser, the mlx servers' ports, described in
-their pull requests) read the same wire format and also accept a key quoted with ``<|"|>``,
-which the template writes for tool declarations; so does this one.
+Public Gemma 4 parsers describe the same wire format (vLLM's ``gemma4`` parser, issue
+vllm-project/vllm#44522; the vllm-mlx pull requests #254 and #267). One of them also accepts
+a key quoted with ``<|"|>``, as the template writes keys in tool declarations; so does this one.
 
 Arguments are returned as JSON, typed by the syntax (not the schema: the template already
 told the model which values are strings): a ``<|"|>`` string becomes a JSON string, a bare
