@@ -780,14 +780,42 @@ class Harmony(Writer):
         return markup, [call(c.name, c.args) for c in calls]
 
 
+_QUOTED_HEADER = json.dumps({"input": f"{START}assistant{CHANNEL}final{MESSAGE}hi{RETURN}"})
+_ESCAPED_QUOTE = '{"input": "say \\"<|call|>\\" ok \\\\"}'
+
+
 def harmony_tool_rows() -> list[Row]:
     w = Harmony()
     rows = [r for r in common_rows(w) if r.name != "markers_quoted_in_a_string_argument"]
     quoting = harmony_call("apply_patch", '{"input": "a <|call|> b"}')
     return [
         *rows,
-        # The splitter has already ended the message at <|call|>: a quoted one cuts the JSON.
-        as_text("end_token_quoted_in_a_string_ends_the_message", quoting),
+        # Inside a JSON string an end token is data; the message ends at the first one after it.
+        Row(
+            "call_token_quoted_in_a_string_is_data",
+            quoting,
+            [call("apply_patch", '{"input": "a <|call|> b"}')],
+        ),
+        Row(
+            "end_and_return_tokens_quoted_in_a_string",
+            harmony_call("apply_patch", '{"input": "x <|end|> y <|return|> z"}'),
+            [call("apply_patch", '{"input": "x <|end|> y <|return|> z"}')],
+        ),
+        Row(
+            "whole_header_quoted_in_a_string",
+            harmony_call("apply_patch", _QUOTED_HEADER) + " Done.",
+            [call("apply_patch", _QUOTED_HEADER), text(" Done.")],
+        ),
+        Row(
+            "escaped_quote_before_quoted_call_token",
+            harmony_call("apply_patch", _ESCAPED_QUOTE),
+            [call("apply_patch", _ESCAPED_QUOTE)],
+        ),
+        Row(
+            "call_token_after_complete_json_ends_it",
+            harmony_call("apply_patch", '{"input": "a"}') + harmony_call("get_time", "{}"),
+            [call("apply_patch", '{"input": "a"}'), call("get_time", "{}")],
+        ),
         restart_row(w, f'{START}assistant{CHANNEL}commentary to=functions.get_weather{MESSAGE}{{"city": '),
         Row(
             "cut_before_call_token_keeps_complete_call",
@@ -855,6 +883,7 @@ def harmony_reasoning_rows() -> list[dict[str, Any]]:
         return {"name": name, "output": output, "thinking": None, "expect": merge(expect)}
 
     analysis = f"{CHANNEL}analysis{MESSAGE}User asks 2+2. Simple.{END}"
+    transcript = f"{CHANNEL}analysis{MESSAGE}Write it.{END}"
     final = f"{START}assistant{CHANNEL}final{MESSAGE}2 + 2 = 4.{RETURN}"
     return [
         row(
@@ -1009,6 +1038,55 @@ def harmony_reasoning_rows() -> list[dict[str, Any]]:
             "answer_mentions_call_token",
             f"{CHANNEL}final{MESSAGE}Write {CALL} after the JSON.{RETURN}",
             [text(f"Write {CALL} after the JSON.")],
+        ),
+        # Call arguments that quote the markup (issue 12, class 2): the splitter follows the
+        # JSON strings of a call body, so the message ends at the first end token outside one.
+        *[
+            row(
+                name,
+                transcript + harmony_call("write_file", args),
+                [reasoning("Write it."), text(harmony_call("write_file", args))],
+            )
+            for name, args in (
+                ("call_arguments_quote_call_token", json.dumps({"content": f"ends with {CALL} here"})),
+                (
+                    "call_arguments_quote_a_whole_header",
+                    json.dumps({"content": f"{START}assistant{CHANNEL}final{MESSAGE}Hi{RETURN}"}),
+                ),
+                ("call_arguments_escaped_quote_then_call_token", _ESCAPED_QUOTE),
+            )
+        ],
+        row(
+            "call_arguments_quote_end_token_then_final",
+            transcript
+            + harmony_call("write_file", '{"content": "x<|end|>y"}')
+            + f"{START}assistant{CHANNEL}final{MESSAGE}Done.{RETURN}",
+            [
+                reasoning("Write it."),
+                text(harmony_call("write_file", '{"content": "x<|end|>y"}')),
+                text("Done."),
+            ],
+        ),
+        # A string that never closes runs to the end of the output: the whole message is one piece.
+        row(
+            "call_arguments_string_never_closed",
+            transcript + harmony_call("write_file", '{"content": "open <|call|> and on')[: -len(CALL)],
+            [
+                reasoning("Write it."),
+                text(harmony_call("write_file", '{"content": "open <|call|> and on')[: -len(CALL)]),
+            ],
+        ),
+        # A body that is not JSON (code for a built-in tool) ends at its first end token.
+        row(
+            "non_json_call_body_ends_at_first_call_token",
+            f'{CHANNEL}analysis to=python{MESSAGE}print("{CALL}"){CALL}',
+            [text(f'{CHANNEL}analysis to=python{MESSAGE}print("{CALL}'), text('")')],
+        ),
+        row(
+            "analysis_mentions_call_then_a_call",
+            f"{CHANNEL}analysis{MESSAGE}I will end with {CALL} after the JSON.{END}"
+            + harmony_call("get_time", "{}"),
+            [reasoning(f"I will end with {CALL} after the JSON."), text(harmony_call("get_time", "{}"))],
         ),
     ]
 

@@ -37,6 +37,8 @@ OWNED = [
     "tools/glm47",
     "tools/qwen3_coder",
     "tools/deepseek_v32",
+    "reasoning/gemma4",
+    "tools/gemma4",
 ]
 
 

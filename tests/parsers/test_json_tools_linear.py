@@ -1,4 +1,4 @@
-"""Linear cost on hostile outputs for the JSON-argument tool parsers and the harmony splitter (SPEC P8).
+"""Linear cost on hostile outputs for the tool parsers and the reasoning splitters (SPEC P8).
 
 The realistic outputs are measured by ``tests/benchmarks/test_parser_bench.py``; these are
 outputs built to defeat a parser that re-reads what it has consumed: one huge argument,
@@ -85,6 +85,28 @@ CASES: list[tuple[str, str, str, str, str]] = [
         "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
     ),
     ("reasoning", "harmony", "<|channel|>analysis<|message|>", "mentions <|channel|>final and ", "<|end|>"),
+    # A call body's JSON strings are followed across chunks; markers inside them are data.
+    (
+        "reasoning",
+        "harmony",
+        '<|channel|>commentary to=functions.get_time<|message|>{"a": "',
+        'x \\" <|call|> <|start|>assistant ',
+        '"}<|call|>',
+    ),
+    # Gemma 4: markup quoted inside one <|"|> string, restarted calls, deep nesting.
+    (
+        "tools",
+        "gemma4",
+        '<|tool_call>call:get_time{a:<|"|>',
+        "<tool_call|> <|tool_call> x ",
+        '<|"|>}<tool_call|>',
+    ),
+    ("tools", "gemma4", "", "<|tool_call>call:get_time{a:", ""),
+    ("tools", "gemma4", "", '<|tool_call>call:get_time{a:<|"|>x<|"|>,b:[1,{c:true}]}<tool_call|> ', ""),
+    ("tools", "gemma4", "<|tool_call>call:get_time{a:", "[", "<tool_call|>"),
+    # An opener mentioned in reasoning is held until the block closes.
+    ("reasoning", "gemma4", "<|channel>thought\n", "mention <|tool_call> and ", "<channel|>"),
+    ("reasoning", "mistral", "[THINK]", "mention [TOOL_CALLS] and ", "[/THINK]"),
 ]
 
 

@@ -6,10 +6,12 @@ import pytest
 
 from accord.adapters.templates import PROFILES, detect_family, resolve_profile
 
-REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "kimi_k2", "harmony", "mistral"}
+REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "kimi_k2", "harmony", "mistral",
+             "gemma4"}  # fmt: skip
 TOOLS = {
     "none", "glm45", "glm47", "hermes", "qwen3_coder", "deepseek_v3", "deepseek_v31",
     "deepseek_v32", "kimi_k2", "harmony", "deepseek_v4", "llama3_json", "llama3_pythonic", "mistral",
+    "gemma4",
 }  # fmt: skip
 
 
@@ -29,6 +31,7 @@ TOOLS = {
         ("gpt_oss", "harmony", "harmony"),
         ("llama3", "none", "llama3_json"),
         ("mistral", "mistral", "mistral"),
+        ("gemma4", "gemma4", "gemma4"),
     ],
 )
 def test_named_profiles(name: str, reasoning: str, tools: str) -> None:
@@ -64,6 +67,7 @@ def test_explicit_parsers_override_the_profile() -> None:
         ("<|im_start|><function={{n}}><parameter={{p}}>", "qwen3_coder"),
         ("<|start_header_id|>", "llama3"),
         ("[INST]", "mistral"),
+        ("{{- '<|turn>' + role + '\\n' }}{{- '<|channel>thought\\n<channel|>' -}}", "gemma4"),
         ("<|im_start|>{{ role }}", "chatml"),
     ],
 )

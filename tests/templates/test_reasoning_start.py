@@ -51,6 +51,17 @@ TAILS = [
     ("mistral", "[INST]hi[/INST]", Start.LEADING_TAG),
     ("harmony", "<|start|>user<|message|>hi<|end|><|start|>assistant", Start.OUTSIDE),
     ("harmony", "<|start|>assistant<|channel|>analysis<|message|>", Start.INSIDE),
+    # Gemma 4 with thinking off: the generation prompt closes an empty thought block.
+    ("gemma4", "<|turn>user\nhi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>", Start.OUTSIDE),
+    # Thinking on (<|think|> in the system turn): the model opens the block itself.
+    ("gemma4", "<|turn>system\n<|think|><turn|>\n<|turn>model\n", Start.LEADING_TAG),
+    # After a tool's response the turn goes on, with the same empty block when thinking is off.
+    (
+        "gemma4",
+        "<|tool_response>response:f{value:1}<tool_response|><|channel>thought\n<channel|>",
+        Start.OUTSIDE,
+    ),
+    ("gemma4", "<|turn>model\n<|channel>thought\n", Start.INSIDE),
 ]
 
 
@@ -129,6 +140,16 @@ NO_THINK_TEMPLATE = (
     "<|im_start|>assistant\n"
 )
 
+#: Gemma 4's generation prompt as its template writes it: with thinking off an empty thought
+#: block is closed at the end of the prompt; with thinking on the model opens the block.
+GEMMA4_TEMPLATE = (
+    "{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}"
+    "<|turn>model\n{% if not enable_thinking | default(false) %}<|channel>thought\n<channel|>{% endif %}"
+)
+GEMMA4_THINKING_TEMPLATE = (
+    "{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}<|turn>model\n"
+)
+
 
 async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Response]:
     """Non-streamed and streamed, in one event loop (the app lives in one loop)."""
@@ -159,6 +180,26 @@ async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Respons
             None,
             "Use `git rebase -i HEAD~3`.",
             0,
+        ),
+        # Gemma 4 with thinking off: the prompt closed an empty block; the answer is the message.
+        (
+            "gemma4",
+            GEMMA4_TEMPLATE,
+            ["It is", " 4."],
+            None,
+            "It is 4.",
+            0,
+        ),
+        # Gemma 4 with thinking on: the model opens <|channel>thought itself. The open tag's
+        # 6 tokens are counted with the reasoning (1 + 2 + 1 more); the close tag's 4 go with
+        # the answer.
+        (
+            "gemma4",
+            GEMMA4_THINKING_TEMPLATE,
+            ["<|channel>thought\n", "Weighing", " it", ".", "<channel|>", "Answer", "."],
+            "Weighing it.",
+            "Answer.",
+            10,
         ),
     ],
 )

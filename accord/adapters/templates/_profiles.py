@@ -66,6 +66,14 @@ PROFILES: dict[str, Profile] = {
         # Llama 3.2's prompt format asks for [func(a=1), g()] lists instead of JSON.
         Profile(name="llama3_pythonic", tool_parser="llama3_pythonic", stop=("<|eot_id|>", "<|eom_id|>")),
         Profile(name="mistral", reasoning_parser="mistral", tool_parser="mistral", stop=("</s>",)),
+        # Gemma 4 ends a turn with <turn|>; the template writes a tool's response right after
+        # the call, in the same turn, so generation stops where that response would open.
+        Profile(
+            name="gemma4",
+            reasoning_parser="gemma4",
+            tool_parser="gemma4",
+            stop=("<turn|>", "<|tool_response>"),
+        ),
     )
 }
 ALIASES = {"smollm2": "chatml", "hermes": "chatml", "qwen2.5": "chatml", "glm": "glm47", "harmony": "gpt_oss"}
@@ -87,6 +95,9 @@ def detect_family(template: str) -> str | None:
     """The profile whose markers the template carries, or None when nothing is distinctive."""
     if "<|channel|>" in template and "<|start|>" in template:
         return "gpt_oss"
+    if "<|turn>" in template and "<|channel>" in template:
+        # Gemma 4's turn and channel tokens (Gemma 3 wrote <start_of_turn>).
+        return "gemma4"
     if "DSML" in template:
         return "deepseek_v4" if "DSML｜tool_calls" in template else "deepseek_v32"
     if "<｜tool▁sep｜>" in template:

@@ -18,6 +18,11 @@ request's switch: ``False`` the block is closed or never opened, ``True`` it is 
 - ``kimi_k2``: K2-Instruct never thinks; K2 Thinking and K2.6 templates prefill ``<think>``
   when thinking is on, so the output has no open tag then.
 - ``mistral``: Magistral writes ``[THINK]…[/THINK]``; its calls open with ``[TOOL_CALLS]``.
+- ``gemma4``: Gemma 4 writes its thought as ``<|channel>thought\n…<channel|>`` when the
+  system turn carries ``<|think|>`` (thinking on); with thinking off, Google's template
+  (llama.cpp ``models/templates/gemma4.jinja``) ends the prompt with an empty block,
+  ``<|channel>thought\n<channel|>``, so the output starts outside. The ``thought\n`` label
+  is part of the open tag: it names the channel, it is not reasoning.
 """
 
 from __future__ import annotations
@@ -27,7 +32,11 @@ from collections.abc import Callable
 from accord.pipeline.reasoning import register
 from accord.pipeline.reasoning._start import Start
 from accord.pipeline.reasoning._think import ThinkFormat, ThinkSplitter
-from accord.pipeline.tools.markup import ANGLE_REASONING_EXITS, MISTRAL_REASONING_EXITS
+from accord.pipeline.tools.markup import (
+    ANGLE_REASONING_EXITS,
+    GEMMA4_REASONING_EXITS,
+    MISTRAL_REASONING_EXITS,
+)
 
 
 def _inside_unless_off(thinking: bool | None) -> Start:
@@ -59,7 +68,18 @@ FORMATS: dict[str, ThinkFormat] = {
     "glm45": _think(_leading_tag_unless_off),
     "glm47": _think(_inside_unless_off),
     "kimi_k2": _think(_inside_if_on_else_leading_tag),
-    "mistral": ThinkFormat("[THINK]", "[/THINK]", MISTRAL_REASONING_EXITS, _leading_tag_unless_off),
+    # Magistral and Gemma 4 write their reasoning about the call markup they use; an opener
+    # in a block counts as a call only if the block never closes (``hold_openers``).
+    "mistral": ThinkFormat(
+        "[THINK]", "[/THINK]", MISTRAL_REASONING_EXITS, _leading_tag_unless_off, hold_openers=True
+    ),
+    "gemma4": ThinkFormat(
+        "<|channel>thought\n",
+        "<channel|>",
+        GEMMA4_REASONING_EXITS,
+        _leading_tag_unless_off,
+        hold_openers=True,
+    ),
 }
 
 

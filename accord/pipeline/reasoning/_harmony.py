@@ -20,6 +20,15 @@ not text the model wrote for a reader (a header that never reaches ``<|message|>
 too). Every character of every message body is kept, in
 order, and text outside any message is content.
 
+JSON call bodies quote markup
+-----------------------------
+A call's arguments may contain the very tokens that end or open a message: a ``write_file``
+of a harmony transcript holds ``<|call|>`` or a whole ``<|start|>assistant<|channel|>…``
+header. A call body that starts with ``{`` or ``[`` is JSON, and the splitter follows its
+strings (quotes and backslash escapes, across chunks): while a string is open, every marker
+is data of the body, and the message ends at the first end token outside a string. A body
+that is not JSON (``to=python`` code) ends at its first end token, as before.
+
 No reordering downstream
 ------------------------
 The parse stage feeds ``phase=None`` content to the tool parser and passes everything else
@@ -58,6 +67,7 @@ _TERMINATORS = frozenset({END, RETURN, CALL})
 _HEADER_OPENERS = frozenset({START, CHANNEL})
 
 _RECIPIENT = re.compile(r"(?:^|\s)to=\S")
+_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
 _CHANNEL_NAME = re.compile(re.escape(CHANNEL) + r"\s*([A-Za-z_]+)")
 
 
@@ -113,6 +123,10 @@ class HarmonySplitter:
         self._header: list[str] = []
         self._header_has_channel = False
         self._call: list[str] = []
+        # A call body's JSON state: None until its first character says whether it is JSON.
+        self._json: bool | None = None
+        self._in_string = False
+        self._escape = False
         # The message whose body a header marker interrupted: if that header never reaches
         # <|message|>, the marker was text of that body (an analysis that mentions
         # "<|channel|>final"), and the header's pieces go back into it.
@@ -126,7 +140,7 @@ class HarmonySplitter:
             if self._mode is _Mode.OUTSIDE:
                 return [Content(text=text)]
             if self._kind is _Kind.CALL:
-                self._call.append(text)
+                self._call_text(text)
                 return []
             return [self._segment(text)]
         self._out = []
@@ -174,7 +188,7 @@ class HarmonySplitter:
         elif mode is _Mode.HEADER:
             self._header.append(text)
         elif self._kind is _Kind.CALL:
-            self._call.append(text)
+            self._call_text(text)
         else:
             self._out.append(self._segment(text))
 
@@ -205,6 +219,9 @@ class HarmonySplitter:
                 self._header.append(marker)
             return
         if mode is _Mode.BODY:
+            if self._in_string and self._kind is _Kind.CALL:
+                self._call.append(marker)  # quoted inside a JSON string: data
+                return
             if marker in _TERMINATORS and marker not in _ENDS[self._kind]:
                 # Only the end tokens of this kind of message end it: an analysis that mentions
                 # <|call|> or <|return|> goes on.
@@ -251,6 +268,40 @@ class HarmonySplitter:
         self._kind = _kind("".join(self._header))
         self._call = list(self._header) if self._kind is _Kind.CALL else []
         self._header = []
+        self._json = None
+        self._in_string = self._escape = False
+
+    def _call_text(self, text: str) -> None:
+        """Collect call body text, following its JSON strings (see the module notes)."""
+        self._call.append(text)
+        if self._json is None:
+            head = text.lstrip()
+            if not head:
+                return
+            self._json = head[0] in "{["
+        if not self._json:
+            return
+        in_string, i, n = self._in_string, 0, len(text)
+        if self._escape:
+            self._escape, i = False, 1
+        while i < n:
+            if not in_string:
+                i = text.find('"', i)
+                if i < 0:
+                    break
+                in_string, i = True, i + 1
+                continue
+            m = _QUOTE_OR_ESCAPE.search(text, i)
+            if m is None:
+                break
+            if m.group() == "\\":
+                if m.start() + 1 >= n:
+                    self._escape = True
+                    break
+                i = m.start() + 2
+            else:
+                in_string, i = False, m.start() + 1
+        self._in_string = in_string
 
     def _emit_call(self, phase: str | None) -> None:
         markup = "".join(self._call)

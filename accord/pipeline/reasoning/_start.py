@@ -33,7 +33,9 @@ def start_after(prompt: str, open_tag: str, close_tag: str) -> Start:
     Only the end counts: a tag in an earlier turn never decides.
     """
     tail = prompt.rstrip()
-    if tail.endswith(open_tag):
+    # The tail is compared without its trailing whitespace, so a tag that ends in layout
+    # (Gemma 4's ``<|channel>thought\n``) is compared the same way.
+    if tail.endswith(open_tag.rstrip()):
         return Start.INSIDE
     if tail.endswith(close_tag):
         return Start.OUTSIDE

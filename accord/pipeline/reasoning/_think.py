@@ -18,6 +18,11 @@ The splitter is a small state machine over the text, fed in any chunks:
               before anything else it is text.
 ``VERBATIM``  from the first tool-call opener on, everything is content, unscanned, so tool
               arguments that quote the markup survive.
+``HELD``      for a format with ``hold_openers`` (Magistral, Gemma 4), a tool-call opener
+              inside reasoning is not yet a call: reasoning may mention its own markup. The
+              text from it on is held until the close tag (then all of it was reasoning and
+              the block ends there) or the end of the output (then it was a call written
+              from inside the block, and it is content for the tool parser).
 
 Whatever could still be the start of a marker is held back (``holdback.MarkerSet``) and
 decided by the next chunk or released as text by ``finish``. Held text is bounded by the
@@ -38,6 +43,8 @@ from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
 #: Leading whitespace longer than this is text, not layout before an open tag.
 _MAX_LEAD = 64
+#: Held pieces are joined in groups of this many.
+_GROUP = 64
 
 
 class _State(enum.Enum):
@@ -46,6 +53,7 @@ class _State(enum.Enum):
     OUTSIDE = "outside"
     CLOSING = "closing"
     VERBATIM = "verbatim"
+    HELD = "held"
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,8 @@ class ThinkFormat:
     close_tag: str
     tool_openers: tuple[str, ...]
     start: Callable[[bool | None], Start]
+    #: A tool-call opener inside reasoning is held until the block closes or the output ends.
+    hold_openers: bool = False
 
     def start_after(self, prompt: str) -> Start:
         return start_after(prompt, self.open_tag, self.close_tag)
@@ -77,6 +87,12 @@ class ThinkSplitter:
         self._openers = fmt.tool_openers
         self._markers = (*fmt.tool_openers, fmt.close_tag)
         self._held_markers = MarkerSet(self._markers)
+        self._hold_openers = fmt.hold_openers
+        self._close_only = MarkerSet((fmt.close_tag,))
+        # HELD: the text from the opener on, joined in groups as it arrives (a long held
+        # stretch is a few thousand strings, not one per 4-character chunk).
+        self._pending: list[str] = []
+        self._recent: list[str] = []
         firsts = MarkerSet((*self._markers, fmt.open_tag)).firsts
         # One first character (``<`` or ``[``) is one ``in`` test per chunk on the fast path.
         self._first = firsts if len(firsts) == 1 else ""
@@ -122,7 +138,11 @@ class ThinkSplitter:
         out: list[ParsedSegment] = []
         self._run(out, final=True)
         rest, self._buf = self._buf, ""
-        if self._state is _State.CLOSING:
+        if self._state is _State.HELD:
+            # The block never closed: the opener began a call.
+            _emit(out, Content, self._take_pending() + rest)
+            self._state = _State.VERBATIM
+        elif self._state is _State.CLOSING:
             _emit(out, Content, self._close + self._ws + rest)
             self._state = _State.OUTSIDE
         elif self._state is _State.INSIDE:
@@ -158,6 +178,11 @@ class ThinkSplitter:
                     break
                 i = j
                 continue
+            if state is _State.HELD:
+                i = self._held(out, buf, i, final)
+                if self._state is _State.HELD:
+                    break
+                continue
             if finder is None:
                 finder = MarkerFinder(buf, self._markers)
             pos, marker = finder.find(i)
@@ -176,11 +201,39 @@ class ThinkSplitter:
                 else:
                     self._state = _State.CLOSING
                 continue
+            if state is _State.INSIDE and self._hold_openers:
+                # Inside reasoning an opener may be a mention: decided by what closes first.
+                self._state = _State.HELD
+                finder = None  # the held scan looks for the close tag alone
+                i = pos
+                continue
             # The first tool-call opener: the rest of the output is content, verbatim.
             self._state = _State.VERBATIM
             out.append(Content(text=buf[pos:]))
             i = end
         self._buf = buf[i:] if i else buf
+
+    def _held(self, out: list[ParsedSegment], buf: str, i: int, final: bool) -> int:
+        """Hold text from an opener inside reasoning until the close tag; the next position."""
+        pos = buf.find(self._close, i)
+        if pos < 0:
+            cut = len(buf) if final else len(buf) - self._close_only.partial_len(buf, i)
+            if cut > i:
+                recent = self._recent
+                recent.append(buf[i:cut])
+                if len(recent) >= _GROUP:
+                    self._pending.append("".join(recent))
+                    recent.clear()
+            return cut
+        # The block closed after the opener: it was reasoning that mentions the markup.
+        _emit(out, Reasoning, self._take_pending() + buf[i:pos])
+        self._state = _State.OUTSIDE
+        return pos + len(self._close)
+
+    def _take_pending(self) -> str:
+        held = "".join(self._pending) + "".join(self._recent)
+        self._pending, self._recent = [], []
+        return held
 
     def _lead(self, buf: str, i: int, final: bool) -> int:
         """Drop a leading open tag and the whitespace before it; ``_leading`` stays while undecided."""

@@ -61,11 +61,12 @@ __all__ = [
 ]
 
 # The families register themselves: formats whose calls are reported whole (GLM,
-# Qwen3-Coder, DSML, Llama 3 pythonic) and formats whose arguments are JSON (Hermes, Llama 3,
+# Qwen3-Coder, DSML, Llama 3 pythonic, Gemma 4) and formats whose arguments are JSON (Hermes, Llama 3,
 # Mistral, DeepSeek V3/V3.1, Kimi-K2, harmony).
 from accord.pipeline.tools import (  # noqa: E402, F401
     _deepseek,
     _dsml,
+    _gemma4,
     _glm,
     _harmony,
     _hermes,

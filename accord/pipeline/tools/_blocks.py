@@ -61,6 +61,9 @@ class BlockFormat(Protocol):
     #: Markers inside a block that show it has structure (a parameter began): from one on,
     #: an opener inside the block is quoted data, not a restart.
     inner: tuple[str, ...]
+    #: Inner markers that both open and close a quoted span (Gemma 4's ``<|"|>``): a second
+    #: one in a row ends the span, so ``last_inner`` is ``None`` again after it.
+    toggles: frozenset[str]
     #: Dropped when it follows (whitespace aside) a block that one of ``bare_openers`` opened:
     #: the closer of a wrapper whose opener the model left out.
     trailer: str | None
@@ -92,6 +95,7 @@ class BlockMarkup:
     openers: tuple[str, ...] = ()
     closers: tuple[str, ...] = ()
     inner: tuple[str, ...] = ()
+    toggles: frozenset[str] = frozenset()
     trailer: str | None = None
     bare_openers: frozenset[str] = frozenset()
 
@@ -196,6 +200,7 @@ class BlockToolParser:
         self._closers_for = {o: fmt.closers_for(o) for o in fmt.openers}
         self._opener_set = frozenset(fmt.openers)
         self._inner = frozenset(fmt.inner)
+        self._toggles = fmt.toggles
         self._all = (*fmt.openers, *fmt.closers, *fmt.inner)
         self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
         self._in_block = MarkerSet(self._all)
@@ -302,7 +307,10 @@ class BlockToolParser:
                 self._last_inner = None
             else:
                 if marker in self._inner:
-                    self._last_inner = marker
+                    if marker in self._toggles and self._last_inner == marker:
+                        self._last_inner = None  # the quoted span it opened is closed
+                    else:
+                        self._last_inner = marker
                 continue  # another opener's closer, or an inner marker: the block's data
             start = i
         markers = self._in_text if self._opener is None else self._in_block

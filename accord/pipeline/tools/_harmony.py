@@ -10,10 +10,10 @@ body is shown as commentary and its header, which is structure, is dropped, so n
 markup reaches the visible text. With ``tool_choice: "none"`` the ``none`` parser runs
 instead and the markup stays text (SPEC P9).
 
-``<|call|>``, ``<|end|>`` and ``<|return|>`` are special tokens that the splitter already
-treated as the end of the message, so here they end the payload even inside a JSON string:
-the two stages cut the message at the same place, and this parser never holds text across
-one of the splitter's pieces.
+``<|call|>``, ``<|end|>`` and ``<|return|>`` end the payload only outside a JSON string,
+as the reasoning splitter ends a JSON call message (arguments may quote the markup), so the
+two stages cut the message at the same place, and this parser never holds text across one
+of the splitter's pieces.
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ def recipient(header: str) -> str | None:
 class HarmonyFormat(CallFormat):
     openers = (START, CHANNEL)
     closers = (CALL, END, RETURN)
-    hard_closers = True
     header_only = True
     header_cap = 512
 

@@ -34,6 +34,11 @@ KIMI_CALL_END = "<|tool_call_end|>"
 #: Mistral.
 MISTRAL_TOOL_CALLS = "[TOOL_CALLS]"
 
+#: Gemma 4: a call is ``<|tool_call>call:NAME{…}<tool_call|>``, strings are quoted by ``<|"|>``.
+GEMMA4_CALL_OPEN = "<|tool_call>"
+GEMMA4_CALL_CLOSE = "<tool_call|>"
+GEMMA4_QUOTE = '<|"|>'
+
 #: Where a call section opens for the ``<``-marker families: from one of these on, the
 #: output is the tool parser's, even inside an unclosed reasoning block.
 ANGLE_REASONING_EXITS: tuple[str, ...] = (
@@ -44,6 +49,7 @@ ANGLE_REASONING_EXITS: tuple[str, ...] = (
     *DSML_V4_OPENERS,
 )
 MISTRAL_REASONING_EXITS: tuple[str, ...] = (MISTRAL_TOOL_CALLS,)
+GEMMA4_REASONING_EXITS: tuple[str, ...] = (GEMMA4_CALL_OPEN,)
 
 __all__ = [
     "ANGLE_REASONING_EXITS",
@@ -56,6 +62,10 @@ __all__ = [
     "DSML_OPENERS",
     "DSML_V4_CLOSERS",
     "DSML_V4_OPENERS",
+    "GEMMA4_CALL_CLOSE",
+    "GEMMA4_CALL_OPEN",
+    "GEMMA4_QUOTE",
+    "GEMMA4_REASONING_EXITS",
     "KIMI_CALL_BEGIN",
     "KIMI_CALL_END",
     "KIMI_SECTION_BEGINS",
