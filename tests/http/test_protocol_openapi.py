@@ -47,7 +47,8 @@ def test_the_new_operations_carry_their_request_and_response_schemas(tmp_path: P
     messages_request = _schema(document, messages["requestBody"]["content"]["application/json"]["schema"])
     assert {"model", "max_tokens", "messages"} <= set(messages_request["required"])
     assert {"system", "thinking", "stop_sequences", "top_k"} <= set(messages_request["properties"])
-    streamed = messages["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    item = messages["responses"]["200"]["content"]["text/event-stream"]["itemSchema"]
+    streamed = item["properties"]["data"]["contentSchema"]
     kinds = {r["$ref"].rsplit("/", 1)[1] for r in streamed["anyOf"]}
     assert {"MessageStart", "ContentBlockDelta", "MessageDelta", "MessageStop", "Ping"} <= kinds
     error = messages["responses"]["400"]["content"]["application/json"]["schema"]

@@ -11,7 +11,7 @@ import msgspec
 import accord
 from accord.adapters.http.completions import CompletionRequest
 from accord.adapters.http.openapi_protocols import PROTOCOL_TYPES, protocol_paths
-from accord.adapters.http.operations import ERROR_STATUSES
+from accord.adapters.http.operations import ERROR_STATUSES, event_stream
 from accord.adapters.http.operations import operations as described_operations
 from accord.adapters.requests import ResponsesRequest
 from accord.events.items import OutputItem, Usage
@@ -70,7 +70,8 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
     }
     known = described_operations(request, completion)
     document: dict[str, Any] = {
-        "openapi": "3.1.0",
+        # 3.2: the first version that describes an event stream's items (``itemSchema``).
+        "openapi": "3.2.0",
         "info": {"title": "accord", "version": accord.__version__},
         "paths": {
             "/v1/responses": {
@@ -82,7 +83,7 @@ def openapi_document(routes: Iterable[tuple[str, str, str]] = ()) -> dict[str, A
                             "description": "The response (JSON), or its events (SSE) when stream is true",
                             "content": {
                                 "application/json": {"schema": {"$ref": "#/components/schemas/Response"}},
-                                "text/event-stream": {"schema": event},
+                                "text/event-stream": event_stream(event),
                             },
                         },
                         **errors,

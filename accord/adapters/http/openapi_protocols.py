@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accord.adapters.http.operations import event_stream
 from accord.adapters.requests import ChatCompletionsRequest, CountTokensRequest, MessagesRequest
 from accord.events.chat_wire import ChatChunk, ChatError
 from accord.events.messages_wire import AnyMessagesEvent
@@ -141,7 +142,7 @@ def protocol_paths(components: dict[str, Any], schemas: list[Any]) -> dict[str, 
                 "description": "The completion (JSON), or its chunks (SSE, ending with [DONE]) when stream is true",
                 "content": {
                     "application/json": {"schema": _ref("ChatCompletion")},
-                    "text/event-stream": {"schema": {"anyOf": [chunk, chat_error]}},
+                    "text/event-stream": event_stream({"anyOf": [chunk, chat_error]}, sentinel="[DONE]"),
                 },
             },
             "Error",
@@ -153,7 +154,7 @@ def protocol_paths(components: dict[str, Any], schemas: list[Any]) -> dict[str, 
                 "description": "The message (JSON), or its events (SSE) when stream is true",
                 "content": {
                     "application/json": {"schema": _ref("Message")},
-                    "text/event-stream": {"schema": event},
+                    "text/event-stream": event_stream(event),
                 },
             },
             "AnthropicError",

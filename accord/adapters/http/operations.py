@@ -12,6 +12,28 @@ _STRING = {"type": "string"}
 _INT = {"type": "integer"}
 
 
+def event_stream(payload: dict[str, Any], *, sentinel: str | None = None) -> dict[str, Any]:
+    """An SSE media type as OpenAPI 3.2 describes one: each item is an event whose ``data`` is JSON
+    of ``payload`` (or, where the protocol ends with one, the literal ``sentinel``, Chat's ``[DONE]``).
+
+    Without ``itemSchema``, tools read a ``schema`` as the shape of the SSE event itself (its
+    ``event`` and ``data`` fields), which the JSON payload never matches.
+    """
+    data: dict[str, Any] = {
+        "type": "string",
+        "contentMediaType": "application/json",
+        "contentSchema": payload,
+    }
+    if sentinel is not None:
+        data = {"anyOf": [{"const": sentinel}, data]}
+    item = {
+        "type": "object",
+        "properties": {"event": {"type": "string"}, "data": data, "id": {"type": "string"}},
+        "required": ["data"],
+    }
+    return {"itemSchema": item}
+
+
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required or list(properties)}
 
@@ -73,7 +95,7 @@ def operations(
                     "description": "The completion (JSON), or its chunks (SSE) when stream is true",
                     "content": {
                         "application/json": {"schema": {"type": "object"}},
-                        "text/event-stream": {"schema": _STRING},
+                        "text/event-stream": event_stream({"type": "object"}, sentinel="[DONE]"),
                     },
                 }
             },
@@ -100,7 +122,7 @@ def operations(
                     "description": "The stored response, or its events (SSE) with stream=true",
                     "content": {
                         "application/json": {"schema": _RESPONSE},
-                        "text/event-stream": {"schema": _STRING},
+                        "text/event-stream": event_stream({"type": "object"}),
                     },
                 }
             },
