@@ -333,7 +333,7 @@ def assemble(settings: Settings, engine: Engine | None = None) -> Assembly:
         # Entered after the store's lifetime, so left before it: runs end before the store closes.
         lifespans.append(runs.lifetime)
     limits = RequestLimits.from_settings(settings)
-    max_active = settings.max_active_requests or default_max_active(service.engine)
+    max_active = settings.max_active_requests or default_max_active(service.engine.capabilities)
     admission = Admission(
         max_active,
         settings.max_waiting_requests if settings.max_waiting_requests is not None else max_active,

@@ -106,6 +106,8 @@ class EngineCapabilities:
     readiness: Callable[[], Awaitable[dict[str, Any]]] | None = None
     #: The engine's counters and gauges, read at each ``/metrics`` scrape; None: it keeps none.
     statistics: Callable[[], object] | None = None
+    #: How many requests the engine runs in one batch; None: it does not say (an upstream's own).
+    max_batch: int | None = None
 
 
 class Engine(Protocol):

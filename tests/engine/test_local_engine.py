@@ -177,3 +177,8 @@ async def test_max_tokens_ends_with_length(engine: LocalEngine) -> None:
     events = await run(engine, GenerationRequest(prompt=FRANCE, max_tokens=3, sampling=GREEDY))
     done = finished(events)
     assert (done.reason, done.output_tokens, len(ids_of(events))) == ("length", 3, 3)
+
+
+def test_the_engine_declares_its_batch(engine: LocalEngine) -> None:
+    """What the admission default reads (twice the batch); the session engine is loaded with 16."""
+    assert engine.capabilities.max_batch == 16

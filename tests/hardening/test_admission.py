@@ -9,7 +9,8 @@ import anyio
 import httpx
 import pytest
 
-from accord.adapters.http.admission import Admission
+from accord.adapters.http.admission import DEFAULT_MAX_ACTIVE, Admission, default_max_active
+from accord.engine.protocol import EngineCapabilities
 from accord.errors import Overloaded
 from tests.serving import running, scripted_settings, write_script
 
@@ -101,3 +102,8 @@ def test_full_queue_answers_429_with_retry_after_and_nobody_hangs(tmp_path: Path
             thread.join(30)
             assert not thread.is_alive()
         assert results == [200, 200, 200]
+
+
+def test_the_default_limit_is_twice_the_batch_the_engine_declares() -> None:
+    assert default_max_active(EngineCapabilities(max_batch=8)) == 16
+    assert default_max_active(EngineCapabilities()) == DEFAULT_MAX_ACTIVE

@@ -16,16 +16,17 @@ import math
 
 import anyio
 
+from accord.engine.protocol import EngineCapabilities
 from accord.errors import Overloaded
 
 #: The active limit when the engine does not say how many requests it batches.
 DEFAULT_MAX_ACTIVE = 64
 
 
-def default_max_active(engine: object) -> int:
-    """Twice the engine's batch (so its own queue stays fed), where it exposes ``max_batch``."""
-    batch = getattr(engine, "max_batch", None)
-    return 2 * batch if isinstance(batch, int) and batch > 0 else DEFAULT_MAX_ACTIVE
+def default_max_active(capabilities: EngineCapabilities) -> int:
+    """Twice the engine's batch (so its own queue stays fed), where the engine declares one."""
+    batch = capabilities.max_batch
+    return 2 * batch if batch is not None and batch > 0 else DEFAULT_MAX_ACTIVE
 
 
 class Ticket:

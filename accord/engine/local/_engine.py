@@ -81,6 +81,7 @@ class LocalEngine:
         chat_template: str | None,
         general_name: str,
         defaults: GenerationDefaults = _OPENAI_DEFAULTS,
+        max_batch: int | None = None,
     ) -> None:
         self._core = core
         self._pool = pool
@@ -90,6 +91,7 @@ class LocalEngine:
         self._chat_template = chat_template
         self.general_name = general_name
         self.sampling_defaults = defaults
+        self.max_batch = max_batch
         self._grammars: Grammars | None = None
         self._grammars_lock = threading.Lock()
 
@@ -175,6 +177,7 @@ class LocalEngine:
             chat_template=chat_template,
             general_name=general_name,
             defaults=defaults,
+            max_batch=max_batch,
         )
 
     # -- what the template layer reads ---------------------------------------------------------------
@@ -197,6 +200,7 @@ class LocalEngine:
             bos_token=self.bos_token or "",
             eos_token=self.eos_token or "",
             statistics=self.statistics,
+            max_batch=self.max_batch,
         )
 
     @property
