@@ -122,6 +122,7 @@ class DisaggEngine(UpstreamEngine):
                 prompt_tokens=handoff.prompt_tokens,
                 cached_tokens=handoff.cached_tokens,
                 trust_cached=False,
+                stops=request.stop,
             ),
             policy=self.decode_retry,
             extra=partial(self.per_upstream, prompt_tokens),

@@ -238,7 +238,9 @@ class RemoteEngine(UpstreamEngine):
             self.body(request, prompt),
             key=request.cache_key,
             request_id=request.request_id,
-            reader=partial(StreamReader, count=self.count_text, prompt_tokens=prompt_tokens),
+            reader=partial(
+                StreamReader, count=self.count_text, prompt_tokens=prompt_tokens, stops=request.stop
+            ),
             policy=self.retry,
             extra=partial(self.per_upstream, prompt_tokens),
         )

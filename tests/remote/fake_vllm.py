@@ -250,8 +250,9 @@ class FakeVLLM:
         if not transferred:
             await anyio.sleep(b.first_token_delay)
         finish = "stop"
+        pieces, stop_reason = _stop_at(pieces, body.get("stop") or [])
         if max_tokens is not None and len(pieces) > max_tokens:
-            pieces, finish = pieces[:max_tokens], "length"
+            pieces, finish, stop_reason = pieces[:max_tokens], "length", None
         usage = _usage(prompt_len, len(pieces), cached)
         want_ids = bool(body.get("return_token_ids"))
         base = {
@@ -266,7 +267,7 @@ class FakeVLLM:
                 "text": "".join(pieces),
                 "logprobs": None,
                 "finish_reason": finish,
-                "stop_reason": None,
+                "stop_reason": stop_reason,
                 "prompt_logprobs": None,
             }
             if want_ids:
@@ -298,7 +299,7 @@ class FakeVLLM:
                 "text": piece,
                 "logprobs": None,
                 "finish_reason": finish if n == len(pieces) - 1 else None,
-                "stop_reason": None,
+                "stop_reason": stop_reason if n == len(pieces) - 1 else None,
             }
             if want_ids:
                 choice["token_ids"] = list(tokens.token_ids(piece))
@@ -308,7 +309,14 @@ class FakeVLLM:
             seen.tokens_sent += 1
         if not pieces:
             await _sse(
-                send, {**base, "choices": [{"index": 0, "text": "", "finish_reason": finish}], "usage": None}
+                send,
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "text": "", "finish_reason": finish, "stop_reason": stop_reason}
+                    ],
+                    "usage": None,
+                },
             )
         if (body.get("stream_options") or {}).get("include_usage"):
             await _sse(send, {**base, "choices": [], "usage": usage})
@@ -431,3 +439,23 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _stop_at(pieces: list[str], stops: list[str] | str) -> tuple[list[str], str | None]:
+    """vLLM's stop strings: the text ends before the first one found (not included), which is named as
+    the ``stop_reason``; the piece it starts in is cut there."""
+    stops = [stops] if isinstance(stops, str) else list(stops)
+    text = "".join(pieces)
+    found = [(text.find(stop), stop) for stop in stops if stop and stop in text]
+    if not found:
+        return pieces, None
+    at, stop = min(found)
+    kept, length = [], 0
+    for piece in pieces:
+        if length + len(piece) > at:
+            if at > length:
+                kept.append(piece[: at - length])
+            break
+        kept.append(piece)
+        length += len(piece)
+    return kept, stop

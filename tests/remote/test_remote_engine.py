@@ -304,3 +304,15 @@ def test_a_json_schema_goes_upstream_as_response_format(fleet: Fleet) -> None:
     }
     _generate("asyncio", _engine(fleet.urls[:1]), GenerationRequest(prompt="p", max_tokens=2))
     assert "response_format" not in fleet.fakes[0].seen[-1].body
+
+
+def test_the_stop_string_the_upstream_matched_ends_the_generation(fleet: Fleet, backend: str) -> None:
+    """vLLM cuts the text before the stop string and names it (``stop_reason``): the generation ends
+    with that stop sequence, which Messages reports as ``stop_sequence``."""
+    engine = _engine(fleet.urls[:1])
+    request = GenerationRequest(prompt="Hi", request_id="resp_stop", stop=("how", "never"))
+    out = _generate(backend, engine, request)
+    assert out.text == "Hello from the upstream, "
+    assert out.finished is not None and out.finished.reason == "stop"
+    assert out.finished.stop_sequence == "how"
+    assert fleet.fakes[0].seen[-1].body["stop"] == ["how", "never"]

@@ -74,6 +74,28 @@ def test_reader_counts_text_when_the_upstream_reports_no_tokens() -> None:
     assert events[-1] == Finished(reason="length", prompt_tokens=11, cached_tokens=3, output_tokens=3)
 
 
+@pytest.mark.parametrize("field", ["stop_reason", "matched_stop"])
+def test_the_matched_stop_string_is_reported_where_the_upstream_names_it(field: str) -> None:
+    """vLLM (``stop_reason``) and SGLang (``matched_stop``) name the stop string that matched; only
+    the request's own stops count (a profile's end token is not the client's stop sequence)."""
+
+    def ended_by(matched: object, stops: tuple[str, ...]) -> Finished:
+        final = {"choices": [{"text": "", "finish_reason": "stop", field: matched}]}
+        payloads = [
+            json.dumps({"choices": [{"text": "one"}]}).encode(),
+            json.dumps(final).encode(),
+            b"[DONE]",
+        ]
+        last = _read(payloads, prompt_tokens=2, stops=stops)[-1]
+        assert isinstance(last, Finished)
+        return last
+
+    assert ended_by("END", ("END", "STOP")).stop_sequence == "END"
+    assert ended_by("<|im_end|>", ("END",)).stop_sequence is None
+    assert ended_by(2, ("END",)).stop_sequence is None  # a stop token's id
+    assert ended_by(None, ("END",)).stop_sequence is None
+
+
 def test_reader_can_ignore_the_upstream_cached_count() -> None:
     """A decode worker reports the transferred prompt as cached; the context phase's count wins."""
     events = _read(_payloads([BODY]), cached_tokens=1, trust_cached=False)

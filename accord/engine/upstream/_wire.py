@@ -80,6 +80,10 @@ class Choice(msgspec.Struct, kw_only=True):
     text: str | None = ""
     finish_reason: str | None = None
     token_ids: list[int] | None = None
+    #: What stopped it, where the upstream says: vLLM's ``stop_reason`` and SGLang's ``matched_stop``
+    #: hold the matched stop string (or a stop token's id). llama.cpp's OpenAI routes say nothing.
+    stop_reason: str | int | None = None
+    matched_stop: str | int | None = None
 
 
 class ErrorInfo(msgspec.Struct, kw_only=True):
@@ -196,8 +200,12 @@ class StreamReader:
         prompt_tokens: int | None = None,
         cached_tokens: int | None = None,
         trust_cached: bool = True,
+        stops: tuple[str, ...] = (),
     ) -> None:
         self._count = count
+        #: The request's own stop strings: an upstream's matched stop is reported only if it is one.
+        self._stops = stops
+        self._matched: str | None = None
         self._prompt_tokens = prompt_tokens
         self._cached_tokens = cached_tokens
         self._trust_cached = trust_cached
@@ -240,6 +248,9 @@ class StreamReader:
                 self._pending_ids = []
             if choice.finish_reason is not None:
                 self._finish = choice.finish_reason
+            for matched in (choice.stop_reason, choice.matched_stop):
+                if isinstance(matched, str) and matched in self._stops:
+                    self._matched = matched
         return out
 
     def finish(self) -> list[GenerationOutput]:
@@ -272,6 +283,7 @@ class StreamReader:
                 prompt_tokens=(self._prompt_tokens if prompt is None else prompt) or 0,
                 cached_tokens=(self._cached_tokens if cached is None else cached) or 0,
                 output_tokens=completion,
+                stop_sequence=self._matched if reason == "stop" else None,
             )
         )
         return out
