@@ -75,6 +75,8 @@ async def append_turn(store: ResponseStore, conversation_id: str, items: list[Ne
 class ConversationTurns:
     """The run hook that appends each finished response's turn to the conversation it names."""
 
+    persists = True
+
     def __init__(self, store: ResponseStore) -> None:
         self.store = store
 

@@ -33,6 +33,8 @@ MAX_SWEEP_INTERVAL_S = 60.0
 class StoreWriter:
     """The run hook that stores responses, and the sweep that expires them."""
 
+    persists = True
+
     def __init__(self, store: ResponseStore, ttl: float | None, *, max_bytes: int | None = None) -> None:
         self.store = store
         self.ttl = ttl if ttl is not None and ttl > 0 else None

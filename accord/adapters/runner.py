@@ -14,7 +14,7 @@ API
 ``Runner(hooks: Sequence[RunHook], metrics: Metrics, lifecycle: Lifecycle)``
 
 ``await runner.drive(prepared, framing, *, watchers=(), route="responses", started=None,
-persist=True) -> Outcome``
+persist=True, trace=True) -> Outcome``
     Runs ``prepared.run`` to its end and hands every stamped batch to ``framing``, in
     order. ``watchers`` are awaited alongside the run; the first to return a :class:`Stop`
     cancels it, and the driver closes the log as that reason says (``CANCELLED``:
@@ -22,7 +22,9 @@ persist=True) -> Outcome``
     ``server_shutting_down``; ``CLIENT_GONE``/``ABORTED``: nothing more is sent). The
     lifecycle's shutdown deadline is always watched. ``started`` is the
     ``time.perf_counter()`` at which the request arrived (time to first event and token);
-    ``persist=False`` skips the hooks (a compaction run is not a response of its own).
+    ``persist=False`` skips the hooks that keep the run as a response (``persists``: the store,
+    conversation turns) -- a Chat Completions or Messages run is not a stored response;
+    ``trace=False`` skips the others (the trace recorder) -- a compaction run is not one at all.
 
 ``Framing`` (protocol): how one consumer puts a run on its transport.
     ``streaming: bool`` -- counts as an open stream (the drain waits for it) and measures
@@ -124,6 +126,10 @@ class Framing(Protocol):
 
 
 class RunHook(Protocol):
+    #: Whether the hook keeps the run as a stored response (the store, conversations), or only
+    #: records it (traces); ``Runner.drive``'s ``persist`` and ``trace`` choose by it.
+    persists: bool
+
     async def before_terminal(self, prepared: Prepared, log_: EventLog) -> None: ...
 
     async def after_run(self, prepared: Prepared, outcome: Outcome) -> None: ...
@@ -214,12 +220,13 @@ class Runner:
         route: str = "responses",
         started: float | None = None,
         persist: bool = True,
+        trace: bool = True,
     ) -> Outcome:
         run = prepared.run
         started = time.perf_counter() if started is None else started
         # The run stamps its first engine event on the event loop's clock; measure TTFT on the same one.
         loop_started = anyio.current_time() - (time.perf_counter() - started)
-        hooks = self.hooks if persist else ()
+        hooks = tuple(h for h in self.hooks if (persist if h.persists else trace))
         response_id = run.opened.response_id
         timer = self.metrics.timer(route, started)
 

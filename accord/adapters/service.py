@@ -60,6 +60,9 @@ class Prepared:
     conversation: Conversation
     run: ResponseRun
     history: Sequence[dict[str, Any]] = ()
+    #: The wire protocol the request came in on. For ``chat_completions`` and ``messages`` the
+    #: request is a stand-in (model and streaming only) and the conversation is the whole input.
+    protocol: str = "responses"
 
 
 @dataclass
@@ -188,6 +191,20 @@ class Service:
             reasoning_summary=request.reasoning is not None
             and (request.reasoning.summary or request.reasoning.generate_summary) is not None,
         )
+
+    def prepare_protocol(
+        self, conversation: Conversation, *, model: str | None, prefix: str, stream: bool, protocol: str
+    ) -> Prepared:
+        """A run of ``conversation`` that came in on ``protocol``, its ids starting with ``prefix``.
+
+        Chat Completions and Messages responses are not stored (neither protocol can read one
+        back), so the request this Prepared carries only says that: a Responses request with
+        ``store: false`` and the model and streaming of the original.
+        """
+        name = model or self.engine.model_name
+        run = self.protocol_run(conversation, model=name, echo={}, prefix=prefix)
+        stand_in = ResponsesRequest(model=name, stream=stream, store=False)
+        return Prepared(request=stand_in, conversation=conversation, run=run, protocol=protocol)
 
     def protocol_run(
         self,

@@ -76,6 +76,8 @@ class TraceRecorder:
     It is a run hook (``after_run``) and, through :meth:`running`, a lifespan of the app.
     """
 
+    persists = False
+
     def __init__(
         self,
         directory: Path,
@@ -134,6 +136,13 @@ class TraceRecorder:
             "history": redact(history, under_text_key=True) if self.redact else history,
             "references": (redact(references, under_text_key=True) if self.redact else references) or {},
         }
+        if prepared.protocol != "responses":
+            # The request is a stand-in there: the conversation is what the run was built from.
+            conversation = msgspec.to_builtins(prepared.conversation)
+            header["protocol"] = prepared.protocol
+            header["conversation"] = (
+                redact(conversation, under_text_key=True) if self.redact else conversation
+            )
         final = log_.snapshot.body() if log_.snapshot.response_id else {}
         job = _Job(
             self.directory / f"{run.opened.response_id}.jsonl", header, trace, final, cause, self.redact

@@ -28,7 +28,7 @@ import msgspec
 import structlog
 
 from accord.adapters.metrics import Metrics
-from accord.adapters.requests import ResponsesRequest
+from accord.adapters.requests import Conversation, ResponsesRequest
 from accord.adapters.runner import Collected, Lifecycle, Runner, Stop
 from accord.adapters.service import Service
 from accord.adapters.templates import PromptRenderer, resolve_profile
@@ -139,7 +139,17 @@ async def replay_trace(
     )
     try:
         request = msgspec.convert(trace.header.get("request"), ResponsesRequest)
-        prepared = await service.prepare(request)
+        recorded = trace.header.get("conversation")
+        if recorded is None:
+            prepared = await service.prepare(request)
+        else:  # a Chat Completions or Messages run: its conversation is the input
+            prepared = service.prepare_protocol(
+                msgspec.convert(recorded, Conversation),
+                model=request.model,
+                prefix=str(trace.header.get("response_id") or "resp").split("_", 1)[0],
+                stream=bool(request.stream),
+                protocol=str(trace.header.get("protocol")),
+            )
     except (msgspec.ValidationError, AccordError) as exc:
         result.error = f"cannot prepare the recorded request: {exc}"
         return result

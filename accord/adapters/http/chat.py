@@ -12,7 +12,7 @@ import time
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.reframed import ReframedJson, ReframedSse, options, prepare
+from accord.adapters.http.reframed import ReframedJson, ReframedSse, options
 from accord.adapters.requests import decode_chat_request, normalize_chat
 from accord.adapters.runner import Framing
 from accord.events.chat_wire import chat_completion, chat_failure
@@ -25,7 +25,9 @@ async def create_chat_completion(ctx: Context, ex: Exchange) -> None:
     ctx.refuse_if_draining()
     conversation = normalize_chat(request, options=options(ctx.service))
     stream = bool(request.stream)
-    prepared = prepare(ctx.service, conversation, model=request.model, prefix="chatcmpl", stream=stream)
+    prepared = ctx.service.prepare_protocol(
+        conversation, model=request.model, prefix="chatcmpl", stream=stream, protocol="chat_completions"
+    )
     framing: Framing
     if stream:
         include_usage = request.stream_options is not None and bool(request.stream_options.include_usage)

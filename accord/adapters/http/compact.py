@@ -94,7 +94,7 @@ async def _compact(ctx: Context, ex: Exchange, request: ResponsesRequest) -> Non
         request=request, conversation=summarising, run=service.build_run(request, summarising)
     )
     # The summary run is not a response of its own: nothing is stored or traced for it.
-    outcome = await ctx.drive(ex, prepared, Collected(), route="compact", persist=False)
+    outcome = await ctx.drive(ex, prepared, Collected(), route="compact", persist=False, trace=False)
     if ex.disconnected:
         return
     snapshot = outcome.snapshot

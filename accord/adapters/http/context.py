@@ -74,6 +74,7 @@ class Context:
         route: str = "responses",
         started: float | None = None,
         persist: bool = True,
+        trace: bool = True,
     ) -> Outcome:
         """Run ``prepared`` on the run driver for this exchange, until it ends or the client leaves.
 
@@ -89,6 +90,7 @@ class Context:
             route=route,
             started=started,
             persist=persist,
+            trace=trace,
         )
 
     async def read_request(self, ex: Exchange) -> ResponsesRequest:

@@ -18,7 +18,7 @@ from typing import Any
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.reframed import ReframedJson, ReframedSse, options, prepare
+from accord.adapters.http.reframed import ReframedJson, ReframedSse, options
 from accord.adapters.requests import decode_count_tokens_request, decode_messages_request, normalize_messages
 from accord.adapters.runner import Framing
 from accord.errors import RequestError
@@ -56,7 +56,9 @@ async def _create_message(ctx: Context, ex: Exchange) -> None:
     ctx.refuse_if_draining()
     conversation = normalize_messages(request, options=options(ctx.service))
     stream = bool(request.stream)
-    prepared = prepare(ctx.service, conversation, model=request.model, prefix="msg", stream=stream)
+    prepared = ctx.service.prepare_protocol(
+        conversation, model=request.model, prefix="msg", stream=stream, protocol="messages"
+    )
     stops = conversation.stop
     framing: Framing = (
         ReframedSse(ex, messages_reframer(stops), messages_failure)

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.framing import OnExchange, WholeBody
-from accord.adapters.requests import Conversation, NormalizeOptions, ResponsesRequest
+from accord.adapters.requests import NormalizeOptions
 from accord.adapters.runner import Outcome
-from accord.adapters.service import Prepared, Service
+from accord.adapters.service import Service
 from accord.events.response import Snapshot
 from accord.events.wire import EventLog, WireEvent
 from accord.pipeline.run import ResponseRun
@@ -107,18 +107,3 @@ def _failed_before_output(snapshot: Snapshot) -> bool:
 def options(service: Service) -> NormalizeOptions:
     """How this server normalises a request of any protocol (no stored items to reference)."""
     return NormalizeOptions(web_search=service.web_search, vision=service.vision, sealer=service.sealer)
-
-
-def prepare(
-    service: Service, conversation: Conversation, *, model: str | None, prefix: str, stream: bool
-) -> Prepared:
-    """A run of ``conversation`` whose ids start with ``prefix``.
-
-    Chat Completions and Messages responses are not stored (neither protocol can read one
-    back), so the request this Prepared carries only says that: a Responses request with
-    ``store: false`` and the model and streaming of the original.
-    """
-    name = model or service.engine.model_name
-    run = service.protocol_run(conversation, model=name, echo={}, prefix=prefix)
-    stand_in = ResponsesRequest(model=name, stream=stream, store=False)
-    return Prepared(request=stand_in, conversation=conversation, run=run)
