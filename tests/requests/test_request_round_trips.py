@@ -27,6 +27,9 @@ def hermes(name: str, arguments: dict[str, Any]) -> str:
 
 
 PATCH = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+#: Words of the reasoning the ``think`` rule writes, long enough that random base64 does not hold
+#: them by chance; none may show through its sealed form.
+REASONING_WORDS = ("secret", "plan")
 RULES: list[dict[str, Any]] = [
     {
         "when": {"last_item_type": "function_call_output", "last_input": "sunny"},
@@ -148,7 +151,10 @@ def test_sealed_reasoning_is_replayed_into_the_next_prompt(client: openai.OpenAI
         model="m", input="think hard", store=False, include=["reasoning.encrypted_content"]
     )
     (reasoning,) = [i for i in items(first) if i["type"] == "reasoning"]
-    assert reasoning["encrypted_content"] and "42" not in reasoning["encrypted_content"]
+    # The blob is sealed: the reasoning's words do not appear in it (a two-character check such as
+    # "42" matches random base64 about one time in sixty).
+    sealed = reasoning["encrypted_content"]
+    assert sealed and not any(word in sealed for word in REASONING_WORDS)
     replayed = {**reasoning, "content": None}
     body = {
         "model": "m",
