@@ -145,7 +145,7 @@ class ScriptedEngine:
             )
             return
         rule = self.choose(request)
-        chunks, matched = _stop_cut(rule.split(), request.stop)
+        chunks, matched = stop_cut(rule.split(), request.stop)
         budget = request.max_tokens
         produced = 0
         finished_normally = False
@@ -198,7 +198,7 @@ def _cut_to_tokens(text: str, budget: int) -> str:
     return "".join(tokens.pieces(text)[: max(0, budget)])
 
 
-def _stop_cut(chunks: list[str], stops: tuple[str, ...]) -> tuple[list[str], str | None]:
+def stop_cut(chunks: list[str], stops: tuple[str, ...]) -> tuple[list[str], str | None]:
     """The chunks up to where the first stop string is completed, and that string."""
     text = "".join(chunks)
     hits = [(i + len(s), i, s) for s in stops if s and (i := text.find(s)) >= 0]

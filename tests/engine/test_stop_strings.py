@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accord.engine.local._sequence import StopMatcher
-from accord.engine.scripted import _stop_cut
+from accord.engine.scripted import stop_cut
 
 
 def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, str | None]:
@@ -46,7 +46,7 @@ def test_streamed_stop_matching_equals_matching_the_whole_text(
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert feed_all(tuple(stops), pieces) == whole(tuple(stops), text)
     # The scripted engine cuts its chunks at the same place and reports the same string.
-    kept, matched = _stop_cut(pieces, tuple(stops))
+    kept, matched = stop_cut(pieces, tuple(stops))
     assert ("".join(kept), matched) == whole(tuple(stops), text)
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import anyio
 
 from accord.engine import tokens
+from accord.engine.scripted import stop_cut
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -250,7 +251,9 @@ class FakeVLLM:
         if not transferred:
             await anyio.sleep(b.first_token_delay)
         finish = "stop"
-        pieces, stop_reason = _stop_at(pieces, body.get("stop") or [])
+        # vLLM's stop strings: the text ends before the first one (not included), named as stop_reason.
+        stops = body.get("stop") or ()
+        pieces, stop_reason = stop_cut(pieces, (stops,) if isinstance(stops, str) else tuple(stops))
         if max_tokens is not None and len(pieces) > max_tokens:
             pieces, finish, stop_reason = pieces[:max_tokens], "length", None
         usage = _usage(prompt_len, len(pieces), cached)
@@ -439,23 +442,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def _stop_at(pieces: list[str], stops: list[str] | str) -> tuple[list[str], str | None]:
-    """vLLM's stop strings: the text ends before the first one found (not included), which is named as
-    the ``stop_reason``; the piece it starts in is cut there."""
-    stops = [stops] if isinstance(stops, str) else list(stops)
-    text = "".join(pieces)
-    found = [(text.find(stop), stop) for stop in stops if stop and stop in text]
-    if not found:
-        return pieces, None
-    at, stop = min(found)
-    kept, length = [], 0
-    for piece in pieces:
-        if length + len(piece) > at:
-            if at > length:
-                kept.append(piece[: at - length])
-            break
-        kept.append(piece)
-        length += len(piece)
-    return kept, stop
