@@ -139,6 +139,6 @@ def test_aggregate_throughput_against_llama_server(tmp_path: Path) -> None:
         f"   llama-server: {theirs[8] / theirs[1]:.2f}x"
         + "\n  targets: >= 1.0x llama-server at 8 and 16 streams; 8 streams >= 4x one stream"
     )
-    # Same-run relations that hold on a shared machine: batching pays on both servers.
+    # The one same-run relation asserted: batching pays on accord (measured 3.2x and 3.6x in two runs).
+    # llama-server's own scaling is only printed: it measured 2.34x in one run and 0.89x in the next.
     assert ours[8] > 1.5 * ours[1]
-    assert theirs[8] > 1.2 * theirs[1]
