@@ -95,15 +95,18 @@ def _parser() -> argparse.ArgumentParser:
     fuzz_sub = fuzz.add_subparsers(dest="target", required=True, metavar="TARGET")
     fp = fuzz_sub.add_parser("parsers", help="every reasoning and tool parser over the corpus")
     fp.add_argument("--parser", default=None, metavar="NAME", help="only this parser [default: all]")
-    fp.add_argument("--seed", type=int, default=0, help="random seed [default: 0]")
-    fp.add_argument("--examples", type=int, default=200, metavar="N", help="splits per output [default: 200]")
+    _fuzz_flags(fp, examples="splits per output")
     fp.add_argument(
         "--corpus", type=Path, default=None, metavar="DIR", help="raw outputs to split [default: built in]"
     )
     fpl = fuzz_sub.add_parser("pipeline", help="the whole pipeline, engine output to wire events")
-    fpl.add_argument("--seed", type=int, default=0, help="random seed [default: 0]")
-    fpl.add_argument("--examples", type=int, default=200, metavar="N", help="examples to try [default: 200]")
+    _fuzz_flags(fpl, examples="examples to try")
     return parser
+
+
+def _fuzz_flags(parser: argparse.ArgumentParser, *, examples: str) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="random seed [default: 0]")
+    parser.add_argument("--examples", type=int, default=200, metavar="N", help=f"{examples} [default: 200]")
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:

@@ -65,6 +65,10 @@ class Prepared:
     protocol: str = "responses"
 
 
+#: The protocols a run can come in on besides Responses, and the prefix of their ids.
+ID_PREFIXES = {"chat_completions": "chatcmpl", "messages": "msg"}
+
+
 @dataclass
 class Service:
     engine: Engine
@@ -193,16 +197,16 @@ class Service:
         )
 
     def prepare_protocol(
-        self, conversation: Conversation, *, model: str | None, prefix: str, stream: bool, protocol: str
+        self, conversation: Conversation, *, model: str | None, stream: bool, protocol: str
     ) -> Prepared:
-        """A run of ``conversation`` that came in on ``protocol``, its ids starting with ``prefix``.
+        """A run of ``conversation`` that came in on ``protocol`` (a key of :data:`ID_PREFIXES`).
 
         Chat Completions and Messages responses are not stored (neither protocol can read one
         back), so the request this Prepared carries only says that: a Responses request with
         ``store: false`` and the model and streaming of the original.
         """
         name = model or self.engine.model_name
-        run = self.protocol_run(conversation, model=name, echo={}, prefix=prefix)
+        run = self.protocol_run(conversation, model=name, echo={}, prefix=ID_PREFIXES[protocol])
         stand_in = ResponsesRequest(model=name, stream=stream, store=False)
         return Prepared(request=stand_in, conversation=conversation, run=run, protocol=protocol)
 

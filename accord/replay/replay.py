@@ -146,7 +146,6 @@ async def replay_trace(
             prepared = service.prepare_protocol(
                 msgspec.convert(recorded, Conversation),
                 model=request.model,
-                prefix=str(trace.header.get("response_id") or "resp").split("_", 1)[0],
                 stream=bool(request.stream),
                 protocol=str(trace.header.get("protocol")),
             )

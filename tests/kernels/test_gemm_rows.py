@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import torch
 
 from accord.kernels.linear import gemm_rows_vary
 
 
-def test_the_strict_blas_mode_is_set_for_the_process() -> None:
-    assert os.environ.get("MKL_CBWR", "").endswith("STRICT")
+def _mkl_mode_after_import(**env: str) -> str:
+    base = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    code = "import os, accord; print(os.environ.get('MKL_CBWR', ''))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_importing_accord_turns_on_strict_mode_and_keeps_a_users_choice() -> None:
+    assert _mkl_mode_after_import() == "AUTO,STRICT"
+    assert _mkl_mode_after_import(MKL_CBWR="COMPATIBLE") == "COMPATIBLE"
 
 
 def test_gemm_rows_do_not_depend_on_the_rows_beside_them() -> None:

@@ -18,9 +18,8 @@ from typing import Any
 
 from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
-from accord.adapters.http.reframed import ReframedJson, ReframedSse, options
+from accord.adapters.http.reframed import drive_projected, options
 from accord.adapters.requests import decode_count_tokens_request, decode_messages_request, normalize_messages
-from accord.adapters.runner import Framing
 from accord.errors import RequestError
 from accord.events.messages_wire import count_tokens_body, error_body, message_body, messages_failure
 from accord.events.reframe import messages_reframer
@@ -37,44 +36,29 @@ def anthropic_error(exc: RequestError) -> tuple[int, dict[str, Any]]:
     return exc.status, error_body(message, status=exc.status)
 
 
-async def _answering(ex: Exchange, exc: RequestError) -> None:
-    if not ex.started:
-        await ex.json(*anthropic_error(exc))
-
-
 async def create_message(ctx: Context, ex: Exchange) -> None:
-    try:
-        await _create_message(ctx, ex)
-    except RequestError as exc:
-        await _answering(ex, exc)
-        raise  # the app counts it as rejected; the answer above is already sent
-
-
-async def _create_message(ctx: Context, ex: Exchange) -> None:
+    """Errors raised here reach the app, which answers them in Anthropic's shape on this path."""
     started = time.perf_counter()
     request = decode_messages_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
-    ctx.refuse_if_draining()
     conversation = normalize_messages(request, options=options(ctx.service))
-    stream = bool(request.stream)
-    prepared = ctx.service.prepare_protocol(
-        conversation, model=request.model, prefix="msg", stream=stream, protocol="messages"
-    )
     stops = conversation.stop
-    framing: Framing = (
-        ReframedSse(ex, messages_reframer(stops), messages_failure)
-        if stream
-        else ReframedJson(ex, lambda snapshot: message_body(snapshot, stops), messages_failure)
+    await drive_projected(
+        ctx,
+        ex,
+        conversation,
+        protocol="messages",
+        model=request.model,
+        stream=bool(request.stream),
+        frames=lambda: messages_reframer(stops),
+        body=lambda snapshot: message_body(snapshot, stops),
+        failure=messages_failure,
+        started=started,
     )
-    await ctx.drive(ex, prepared, framing, route="messages", started=started, persist=False)
 
 
 async def count_message_tokens(ctx: Context, ex: Exchange) -> None:
-    try:
-        request = decode_count_tokens_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
-        conversation = normalize_messages(request, options=options(ctx.service))
-        service = ctx.service
-        count = await service.engine.count_tokens(service.renderer.render(conversation))
-    except RequestError as exc:
-        await _answering(ex, exc)
-        raise
+    request = decode_count_tokens_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
+    conversation = normalize_messages(request, options=options(ctx.service))
+    service = ctx.service
+    count = await service.engine.count_tokens(service.renderer.render(conversation))
     await ex.json(200, count_tokens_body(count))

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from accord.adapters.http.context import Context
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.framing import OnExchange, WholeBody
-from accord.adapters.requests import NormalizeOptions
-from accord.adapters.runner import Outcome
+from accord.adapters.requests import Conversation, NormalizeOptions
+from accord.adapters.runner import Framing, Outcome
 from accord.adapters.service import Service
 from accord.events.response import Snapshot
 from accord.events.wire import EventLog, WireEvent
@@ -107,3 +108,24 @@ def _failed_before_output(snapshot: Snapshot) -> bool:
 def options(service: Service) -> NormalizeOptions:
     """How this server normalises a request of any protocol (no stored items to reference)."""
     return NormalizeOptions(web_search=service.web_search, vision=service.vision, sealer=service.sealer)
+
+
+async def drive_projected(
+    ctx: Context,
+    ex: Exchange,
+    conversation: Conversation,
+    *,
+    protocol: str,
+    model: str | None,
+    stream: bool,
+    frames: Callable[[], Reframes],
+    body: Body,
+    failure: Failure,
+    started: float,
+) -> None:
+    """Run ``conversation`` and answer it in ``protocol``: streamed through ``frames()``, or as
+    the ``body`` of its fold; ``failure`` answers a run that failed before anything was sent."""
+    ctx.refuse_if_draining()
+    prepared = ctx.service.prepare_protocol(conversation, model=model, stream=stream, protocol=protocol)
+    framing: Framing = ReframedSse(ex, frames(), failure) if stream else ReframedJson(ex, body, failure)
+    await ctx.drive(ex, prepared, framing, route=protocol, started=started, persist=False)

@@ -82,6 +82,18 @@ class ConversationQueries(abc.ABC):
     @abc.abstractmethod
     async def _call(self, fn: Callable[[], T]) -> T: ...
 
+    async def _delete(self, key: str, *statements: str) -> bool:
+        """The DELETE ``statements`` run on ``key`` in one transaction; whether the last removed a row."""
+        queries = [self.q(statement) for statement in statements]
+
+        def run() -> bool:
+            with self.transaction(write=True) as cur:
+                for query in queries:
+                    cur.execute(query, (key,))
+                return cur.rowcount > 0
+
+        return await self._call(run)
+
     def _append(
         self, cur: Cursor, conversation_id: str, items: Sequence[NewItem]
     ) -> list[ConversationItem] | None:
@@ -165,16 +177,11 @@ class ConversationQueries(abc.ABC):
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         """Remove the conversation and all its items; False when there was none."""
-        items = self.q("DELETE FROM accord_conversation_items WHERE conversation_id = ?")
-        conversation = self.q("DELETE FROM accord_conversations WHERE id = ?")
-
-        def run() -> bool:
-            with self.transaction(write=True) as cur:
-                cur.execute(items, (conversation_id,))
-                cur.execute(conversation, (conversation_id,))
-                return cur.rowcount > 0
-
-        return await self._call(run)
+        return await self._delete(
+            conversation_id,
+            "DELETE FROM accord_conversation_items WHERE conversation_id = ?",
+            "DELETE FROM accord_conversations WHERE id = ?",
+        )
 
     async def append_conversation_items(
         self, conversation_id: str, items: Sequence[NewItem]

@@ -196,16 +196,11 @@ class SqlStore(ConversationQueries, abc.ABC):
         return await self._call(run)
 
     async def delete(self, response_id: str) -> bool:
-        items = self.q("DELETE FROM accord_items WHERE response_id = ?")
-        response = self.q("DELETE FROM accord_responses WHERE id = ?")
-
-        def run() -> bool:
-            with self.transaction(write=True) as cur:
-                cur.execute(items, (response_id,))
-                cur.execute(response, (response_id,))
-                return cur.rowcount > 0
-
-        return await self._call(run)
+        return await self._delete(
+            response_id,
+            "DELETE FROM accord_items WHERE response_id = ?",
+            "DELETE FROM accord_responses WHERE id = ?",
+        )
 
     async def history(self, response_id: str) -> History | None:
         chain = self.q(_CHAIN)

@@ -160,7 +160,7 @@ class Grammars:
 class Matcher:
     """One request's grammar state; used on the engine thread only.
 
-    ``budget`` (the request's token limit) turns on closing within it (``_closing``).
+    ``budget`` (the request's token limit) turns on closing within it (``closing``).
     """
 
     def __init__(self, matcher: Any, grammars: Grammars, budget: int | None = None) -> None:
@@ -173,19 +173,11 @@ class Matcher:
         #: The shortest finish last measured (``None``: not measured, or longer than the look-ahead).
         self.finish: list[int] | None = None
         self._scratch = grammars.allocate(1)
-        self._closing = False
+        #: Closing began (decided in ``steer``): once it has, it lasts, and the finish is
+        #: measured again at every step.
+        self.closing = False
         #: The length of the finish last traced, less the tokens of it accepted since.
         self.need: int | None = None
-
-    @property
-    def closing(self) -> bool:
-        """Closing began: once it has, it lasts (the finish is measured again at every step)."""
-        if self.budget is None:
-            return False
-        if not self._closing:
-            left = self.budget - self.accepted
-            self._closing = left <= self.reserve or (self.need is not None and left <= self.need + MARGIN)
-        return self._closing
 
     def fill(self, bitmask: torch.Tensor, row: int) -> None:
         self._matcher.fill_next_token_bitmask(bitmask, row)
@@ -211,9 +203,12 @@ class Matcher:
             return allowed  # no finish the look-ahead could find is long enough to matter yet
         # A finish stays right while its tokens are the ones accepted; it is traced again after a
         # token off it, and every few tokens before closing.
-        if self.finish is None and (self._closing or self.accepted % MEASURE_EVERY == 0):
+        if self.finish is None and (self.closing or self.accepted % MEASURE_EVERY == 0):
             self.finish = self._shortest_finish()
             self.need = None if self.finish is None else len(self.finish)
+        self.closing = (
+            self.closing or left <= self.reserve or (self.need is not None and left <= self.need + MARGIN)
+        )
         if not self.closing:
             return allowed
         if self.finish and len(self.finish) + MARGIN >= left:
