@@ -34,12 +34,12 @@ typecheck: $(STAMP)
 	$(BIN)/mypy accord
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=25 -m 'not benchmark' tests
+	$(BIN)/python -m pytest -q --tb=short --durations=40 -m 'not benchmark' tests
 
 test: lint typecheck pytest
 
 bench: $(STAMP)
-	$(BIN)/python -m pytest -q -s -m benchmark tests/benchmarks
+	$(BIN)/python -m pytest -q -s -o timeout=1200 -m benchmark tests/benchmarks
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
