@@ -123,6 +123,7 @@ class DisaggEngine(UpstreamEngine):
                 cached_tokens=handoff.cached_tokens,
                 trust_cached=False,
                 stops=request.stop,
+                stop_tokens=self.stops(request)[1],
             ),
             policy=self.decode_retry,
             extra=partial(self.per_upstream, prompt_tokens),

@@ -55,6 +55,26 @@ class OutputConstraint(msgspec.Struct, frozen=True, kw_only=True):
     tool_format: str = "hermes"
 
 
+def split_stops(
+    stops: tuple[str, ...], special_id: Callable[[str], int | None]
+) -> tuple[tuple[str, ...], dict[int, str]]:
+    """``stops`` as the text stops left, and the ones that are one special token of the model.
+
+    A stop that is a special token (harmony's ``<|call|>``) is matched on its id: the model writes
+    that id only to mean it, while the same text inside a value (a call's arguments quoting the
+    format) comes as ordinary tokens and is data, not the end of the output.
+    """
+    text: list[str] = []
+    tokens: dict[int, str] = {}
+    for stop in stops:
+        token = special_id(stop) if stop else None
+        if token is None:
+            text.append(stop)
+        else:
+            tokens[token] = stop
+    return tuple(text), tokens
+
+
 class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     #: The rendered prompt text (chat template applied).
     prompt: str

@@ -29,7 +29,7 @@ import anyio.to_thread
 import structlog
 
 from accord.engine import tokens
-from accord.engine.protocol import EngineCapabilities, GenerationRequest
+from accord.engine.protocol import EngineCapabilities, GenerationRequest, split_stops
 from accord.engine.upstream import (
     DEFAULT_RETRY,
     HttpSession,
@@ -167,8 +167,13 @@ class UpstreamEngine:
                 value = defaults.get(name)
             if value is not None:
                 body[name] = value
-        if request.stop:
-            body["stop"] = list(request.stop)
+        text_stops, token_stops = self.stops(request)
+        if text_stops:
+            body["stop"] = list(text_stops)
+        if token_stops:
+            # vLLM and SGLang stop on these ids (and do not print them); a quoted ``<|call|>``
+            # inside a value is ordinary tokens there, and so is data.
+            body["stop_token_ids"] = sorted(token_stops)
         constraint = request.constraint
         if constraint is not None and constraint.json_schema is not None:
             # The OpenAI form, which vLLM, SGLang and llama-server take on /v1/completions too.
@@ -177,6 +182,12 @@ class UpstreamEngine:
                 "json_schema": {"name": constraint.name, "schema": json.loads(constraint.json_schema)},
             }
         return body
+
+    def stops(self, request: GenerationRequest) -> tuple[tuple[str, ...], dict[int, str]]:
+        """The request's stops as text, and as special-token ids where the model's tokenizer is known."""
+        if self.tokenizer is None:
+            return request.stop, {}
+        return split_stops(request.stop, self.tokenizer.special_id)
 
     def per_upstream(self, prompt_tokens: int | None, upstream: Upstream) -> dict[str, Any]:
         """Model id and default budget for one upstream (the body's own fields take precedence)."""
@@ -239,7 +250,11 @@ class RemoteEngine(UpstreamEngine):
             key=request.cache_key,
             request_id=request.request_id,
             reader=partial(
-                StreamReader, count=self.count_text, prompt_tokens=prompt_tokens, stops=request.stop
+                StreamReader,
+                count=self.count_text,
+                prompt_tokens=prompt_tokens,
+                stops=request.stop,
+                stop_tokens=self.stops(request)[1],
             ),
             policy=self.retry,
             extra=partial(self.per_upstream, prompt_tokens),

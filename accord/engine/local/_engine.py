@@ -25,7 +25,7 @@ from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.local._weights import build_weights, release_freed_memory
-from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint
+from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint, split_stops
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels.linear import gemm_rows_vary
 from accord.kernels.sampling import SamplingRow
@@ -288,6 +288,7 @@ class LocalEngine:
             top_k=d.top_k if s.top_k is None else s.top_k,
             seed=secrets.randbits(63) if s.seed is None else s.seed & ((1 << 63) - 1),
         )
+        text_stops, token_stops = split_stops(request.stop, tok.special_id)
         seq = Sequence(
             request_id=request.request_id,
             prompt_len=n,
@@ -296,7 +297,8 @@ class LocalEngine:
             sampling=sampling,
             stop_ids=tok.stop_ids,
             detokenizer=tok.detokenizer(),
-            stops=StopMatcher(request.stop),
+            stops=StopMatcher(text_stops),
+            stop_tokens=token_stops,
             outbox=Outbox(),
             matcher=matcher,
         )

@@ -79,6 +79,8 @@ class Sequence:
     detokenizer: Detokenizer
     stops: StopMatcher
     outbox: Outbox
+    #: The request's stops that are special tokens, by id (they end it as ``stop_ids`` do).
+    stop_tokens: dict[int, str] = field(default_factory=dict)
     phase: Phase = Phase.WAITING
     blocks: list[int] = field(default_factory=list)
     #: Names of the full blocks of ``tokens`` (see ``chain_hashes``), computed as far as needed.
@@ -111,8 +113,8 @@ class Sequence:
         if self.matcher is not None:
             self.matcher.accept(token)
         out: list[GenerationOutput] = []
-        if token in self.stop_ids:
-            return self._finish("stop", out)
+        if token in self.stop_ids or token in self.stop_tokens:
+            return self._finish("stop", out, self.stop_tokens.get(token))
         self.pending_ids.append(token)
         text = self.stops.feed(self.detokenizer.feed(token))
         self._emit(text, out)
@@ -127,7 +129,9 @@ class Sequence:
             out.append(Chunk(text=text, token_ids=tuple(self.pending_ids)))
             self.pending_ids = []
 
-    def _finish(self, reason: FinishReason, out: list[GenerationOutput]) -> list[GenerationOutput]:
+    def _finish(
+        self, reason: FinishReason, out: list[GenerationOutput], matched: str | None = None
+    ) -> list[GenerationOutput]:
         if not self.stops.stopped:
             tail = self.stops.feed(self.detokenizer.flush())
             self._emit(tail if self.stops.stopped else tail + self.stops.flush(), out)
@@ -140,7 +144,7 @@ class Sequence:
                 prompt_tokens=self.prompt_len,
                 cached_tokens=self.cached_tokens or 0,
                 output_tokens=self.generated,
-                stop_sequence=self.stops.matched,
+                stop_sequence=self.stops.matched or matched,
             )
         )
         return out

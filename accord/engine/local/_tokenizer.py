@@ -57,6 +57,11 @@ class Tokenizer:
         ends |= {i for i in special if data.tokens[i] in _END_OF_TURN}
         #: Token ids that end generation (finish reason "stop"); their text is never emitted.
         self.stop_ids = frozenset(ends)
+        self._special_by_text = {data.tokens[i]: i for i in special}
+
+    def special_id(self, text: str) -> int | None:
+        """The id of the special token spelled ``text``, if the vocabulary has one."""
+        return self._special_by_text.get(text)
 
     @property
     def vocab_size(self) -> int:

@@ -38,6 +38,7 @@ class TextTokenizer:
 
     def __init__(self, tokenizer: Any) -> None:
         self._tokenizer = tokenizer
+        self._special: dict[str, int] | None = None
 
     def encode(self, text: str) -> list[int]:
         # The rendered template already spells out BOS and friends: add nothing.
@@ -48,6 +49,13 @@ class TextTokenizer:
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def special_id(self, text: str) -> int | None:
+        """The id of the special token spelled ``text``, if the vocabulary has one."""
+        if self._special is None:
+            added = self._tokenizer.get_added_tokens_decoder()
+            self._special = {token.content: i for i, token in added.items() if token.special}
+        return self._special.get(text)
 
 
 @dataclass(frozen=True)

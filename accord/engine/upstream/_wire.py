@@ -16,7 +16,7 @@ chunk of its own after the one that carries ``finish_reason``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -201,10 +201,13 @@ class StreamReader:
         cached_tokens: int | None = None,
         trust_cached: bool = True,
         stops: tuple[str, ...] = (),
+        stop_tokens: Mapping[int, str] | None = None,
     ) -> None:
         self._count = count
         #: The request's own stop strings: an upstream's matched stop is reported only if it is one.
         self._stops = stops
+        #: Stops sent as token ids: an upstream names the id it stopped at (vLLM's ``stop_reason``).
+        self._stop_tokens = stop_tokens or {}
         self._matched: str | None = None
         self._prompt_tokens = prompt_tokens
         self._cached_tokens = cached_tokens
@@ -251,6 +254,8 @@ class StreamReader:
             for matched in (choice.stop_reason, choice.matched_stop):
                 if isinstance(matched, str) and matched in self._stops:
                     self._matched = matched
+                elif isinstance(matched, int) and matched in self._stop_tokens:
+                    self._matched = self._stop_tokens[matched]
         return out
 
     def finish(self) -> list[GenerationOutput]:
