@@ -23,6 +23,13 @@ from tests.engine.conftest import chatml
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.anyio]
 
+
+def one_backend(backend: str) -> pytest.MarkDecorator:
+    """The fifty-request suites run once, on one backend each: the work is the engine thread's,
+    the same under both, and the small tests below still run under both."""
+    return pytest.mark.parametrize("anyio_backend", [backend])
+
+
 SCHEMAS: list[dict[str, Any]] = [
     {  # required fields of two types
         "type": "object",
@@ -124,6 +131,7 @@ def schema_request(i: int, seed: int, temperature: float | None = None) -> Gener
     )
 
 
+@one_backend("asyncio")
 async def test_fifty_seeded_requests_over_five_schemas_are_all_valid(engine: LocalEngine) -> None:
     # The model's default sampling (temperature 0.2, top_p 0.9) and, for half, temperature 1.0.
     requests = [schema_request(i, seed=1000 + i, temperature=None if i < 25 else 1.0) for i in range(50)]
@@ -145,6 +153,7 @@ def parsed_calls(text: str, tools: list[ToolSpec]) -> list[ToolCall]:
     return [s for s in segments if isinstance(s, ToolCall)]
 
 
+@one_backend("trio")
 async def test_tool_choice_required_gives_a_parsed_call_fifty_times_in_fifty(engine: LocalEngine) -> None:
     tools = [WEATHER, TIME]
     requests = [
@@ -180,6 +189,7 @@ async def test_a_named_tool_is_the_one_called(engine: LocalEngine) -> None:
         assert [c.name for c in parsed_calls(text, [WEATHER, TIME])] == ["get_time"]
 
 
+@one_backend("asyncio")
 async def test_a_batch_of_eight_with_different_schemas_is_batch_invariant(engine: LocalEngine) -> None:
     """Each request's tokens are the same alone and batched with seven others under other grammars."""
     requests = [schema_request(i, seed=7 + i, temperature=1.0) for i in range(8)]
