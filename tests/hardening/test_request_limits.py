@@ -12,7 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accord.adapters.build import build_app
-from accord.adapters.requests import RequestLimits, decode_request
+from accord.adapters.requests import (
+    RequestLimits,
+    decode_chat_request,
+    decode_messages_request,
+    decode_request,
+)
 from accord.errors import RequestError
 from tests.serving import scripted_settings, write_script
 
@@ -39,6 +44,61 @@ def test_content_parts_over_the_whole_request_are_counted() -> None:
 def test_tool_output_parts_count_too() -> None:
     item = {"type": "function_call_output", "call_id": "c", "output": _parts(11)}
     assert _refusal({"input": [item]}).param == "input[0].output"
+
+
+def _text(n: int) -> list[dict[str, str]]:
+    return [{"type": "text", "text": "p"}] * n
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (  # Chat: parts over all messages
+            {
+                "model": "m",
+                "messages": [{"role": "user", "content": _text(6)}, {"role": "user", "content": _text(5)}],
+            },
+            "messages[1].content",
+        ),
+        (  # Messages: a tool result's own parts count with the block that holds them
+            {
+                "model": "m",
+                "max_tokens": 4,
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "t", "content": _text(10)}],
+                    }
+                ],
+            },
+            "messages[0].content",
+        ),
+        ({"model": "m", "max_tokens": 4, "system": _text(11), "messages": []}, "system"),
+        ({"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}] * 5}, "messages"),
+    ],
+)
+def test_chat_and_messages_bodies_are_counted_before_they_are_built(body: dict[str, Any], param: str) -> None:
+    """The counts a Responses body gets from its shape pass (SPEC I12), for the other protocols."""
+    limits = RequestLimits(max_content_parts=10, max_input_items=4)
+    decode = decode_messages_request if "max_tokens" in body else decode_chat_request
+    with pytest.raises(RequestError) as caught:
+        decode(json.dumps(body).encode(), limits)
+    assert (caught.value.param, caught.value.code) == (param, "array_above_max_length")
+    assert caught.value.status == 400
+
+
+def test_chat_and_messages_within_the_counts_are_accepted() -> None:
+    limits = RequestLimits(max_content_parts=10, max_input_items=4)
+    decode_chat_request(
+        json.dumps({"model": "m", "messages": [{"role": "user", "content": _text(10)}]}).encode(), limits
+    )
+    body = {
+        "model": "m",
+        "max_tokens": 4,
+        "system": _text(4),
+        "messages": [{"role": "user", "content": _text(6)}],
+    }
+    decode_messages_request(json.dumps(body).encode(), limits)
 
 
 def test_schema_bytes_name_the_tool() -> None:

@@ -20,7 +20,7 @@ from accord.events.reframe import chat_reframer
 
 async def create_chat_completion(ctx: Context, ex: Exchange) -> None:
     started = time.perf_counter()
-    request = decode_chat_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
+    request = await ctx.read_body_as(ex, decode_chat_request)
     include_usage = request.stream_options is not None and bool(request.stream_options.include_usage)
     await drive_projected(
         ctx,

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from accord.adapters.http.admission import Admission, Ticket
 from accord.adapters.http.background import BackgroundRuns
 from accord.adapters.http.exchange import Exchange
 from accord.adapters.http.framing import client_gone
-from accord.adapters.http.offload import Decoder
+from accord.adapters.http.offload import BodyDecoder, Decoder
 from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
 from accord.adapters.runner import Framing, Outcome, Runner
 from accord.adapters.service import Prepared, Service
@@ -23,6 +24,9 @@ from accord.errors import Overloaded
 #: The write timeout after the shutdown deadline: the last frames of a stream whose client
 #: does not read are given this long before the stream is given up.
 SHUTDOWN_WRITE_S = 0.5
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -95,10 +99,14 @@ class Context:
 
     async def read_request(self, ex: Exchange) -> ResponsesRequest:
         """The body of a Responses request, decoded under the server's limits."""
+        return await self.read_body_as(ex, decode_request)
+
+    async def read_body_as(self, ex: Exchange, decode: BodyDecoder[T]) -> T:
+        """The body decoded by ``decode`` under the server's limits, a large one off the event loop."""
         body = await ex.read_body(self.max_body_bytes)
         if self.decoder is not None:
-            return await self.decoder.decode(body)
-        return decode_request(body, self.limits)
+            return await self.decoder.decode_as(body, decode)
+        return decode(body, self.limits)
 
 
 Handler = Callable[[Context, Exchange], Awaitable[None]]

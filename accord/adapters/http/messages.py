@@ -39,7 +39,7 @@ def anthropic_error(exc: RequestError) -> tuple[int, dict[str, Any]]:
 async def create_message(ctx: Context, ex: Exchange) -> None:
     """Errors raised here reach the app, which answers them in Anthropic's shape on this path."""
     started = time.perf_counter()
-    request = decode_messages_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
+    request = await ctx.read_body_as(ex, decode_messages_request)
     conversation = normalize_messages(request, options=options(ctx.service))
     stops = conversation.stop
     await drive_projected(
@@ -57,7 +57,7 @@ async def create_message(ctx: Context, ex: Exchange) -> None:
 
 
 async def count_message_tokens(ctx: Context, ex: Exchange) -> None:
-    request = decode_count_tokens_request(bytes(await ex.read_body(ctx.max_body_bytes)), ctx.limits)
+    request = await ctx.read_body_as(ex, decode_count_tokens_request)
     conversation = normalize_messages(request, options=options(ctx.service))
     service = ctx.service
     count = await service.engine.count_tokens(service.renderer.render(conversation))

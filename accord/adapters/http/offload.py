@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import anyio
 import anyio.to_process
@@ -33,14 +35,17 @@ from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_req
 from accord.errors import RequestError
 
 _ErrorFields = tuple[str, str | None, int, str | None, str]
+T = TypeVar("T")
+#: A protocol's body decoder (a module-level function, so a worker process can be handed it).
+BodyDecoder = Callable[[bytes | bytearray, RequestLimits], T]
 
 
-def decode_in_worker(path: str, limits: RequestLimits) -> ResponsesRequest | _ErrorFields:
+def decode_in_worker(path: str, limits: RequestLimits, decode: BodyDecoder[T]) -> T | _ErrorFields:
     """The worker's side: the request in the file at ``path``, or the fields of the error that refused it."""
     with open(path, "rb") as file:
         body = file.read()
     try:
-        return decode_request(body, limits)
+        return decode(body, limits)
     except RequestError as exc:
         return (exc.message, exc.param, exc.status, exc.code, exc.type)
 
@@ -62,14 +67,18 @@ class Decoder:
         return self._limiter[0]
 
     async def decode(self, body: bytes | bytearray) -> ResponsesRequest:
+        return await self.decode_as(body, decode_request)
+
+    async def decode_as(self, body: bytes | bytearray, decode: BodyDecoder[T]) -> T:
+        """``body`` decoded by ``decode`` (any protocol's), in place or in a worker as above."""
         if len(body) <= self.inline_bytes:
-            return decode_request(body, self.limits)
+            return decode(body, self.limits)
         fd, path = tempfile.mkstemp(prefix="accord-body-")
         try:
             await anyio.to_thread.run_sync(_write, fd, body)
             with anyio.move_on_after(self.timeout) as scope:
                 result = await anyio.to_process.run_sync(
-                    decode_in_worker, path, self.limits, cancellable=True, limiter=self.limiter()
+                    decode_in_worker, path, self.limits, decode, cancellable=True, limiter=self.limiter()
                 )
         finally:
             os.unlink(path)
@@ -79,7 +88,7 @@ class Decoder:
                 status=413,
                 code="request_too_complex",
             )
-        if isinstance(result, ResponsesRequest):
+        if not isinstance(result, tuple):  # a request (a Struct), not the fields of an error
             return result
         message, param, status, code, kind = result
         raise RequestError(message, param=param, status=status, code=code, type=kind)

@@ -15,8 +15,9 @@ import msgspec
 
 from accord.errors import RequestError
 
-from ._decode import _check_strings, _validation_error
+from ._decode import FULL_MESSAGE_BYTES, _check_strings, _validation_error
 from ._limits import RequestLimits
+from ._shape import check_messages_shape
 
 T = TypeVar("T")
 
@@ -34,6 +35,21 @@ def decode_object(body: bytes | bytearray, limits: RequestLimits) -> dict[str, A
     if not isinstance(raw, dict):
         raise RequestError("The request body must be a JSON object.")
     _check_strings(raw, limits.max_string_chars, limits.max_json_depth)
+    return raw
+
+
+def decode_messages_body(body: bytes | bytearray, limits: RequestLimits) -> dict[str, Any]:
+    """A Chat Completions or Messages body as a JSON object, its counts checked before it is built."""
+    try:
+        check_messages_shape(body, limits)
+    except msgspec.ValidationError as exc:
+        if len(body) > FULL_MESSAGE_BYTES:
+            raise _validation_error(exc) from None
+        # A small body is decoded in full below, whose error names the field as the model does.
+    except msgspec.DecodeError:
+        pass  # the full decode below names the JSON error
+    raw = decode_object(body, limits)
+    check_counts(raw, limits, items="messages")
     return raw
 
 

@@ -17,7 +17,7 @@ from accord.errors import RequestError
 from accord.pipeline.segments import ToolSpec
 
 from . import _wire as rw
-from ._body import check_counts, convert, decode_object
+from ._body import convert, decode_messages_body
 from ._chat_wire import (
     AssistantMessage,
     AudioContent,
@@ -48,10 +48,9 @@ from ._normalize import NormalizeOptions, _item_text, _Turns, explicit_item
 from ._tools import custom_tool_spec, function_tool_spec, resolve_tool_choice, unique_tools
 
 
-def decode_chat_request(body: bytes, limits: RequestLimits) -> ChatCompletionsRequest:
+def decode_chat_request(body: bytes | bytearray, limits: RequestLimits) -> ChatCompletionsRequest:
     """Decode and validate a Chat Completions body; anything wrong is a 400 naming the field."""
-    raw = decode_object(body, limits)
-    check_counts(raw, limits, items="messages")
+    raw = decode_messages_body(body, limits)
     messages = raw.get("messages")
     if isinstance(messages, list):
         for i, message in enumerate(messages):

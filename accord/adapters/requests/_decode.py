@@ -66,7 +66,7 @@ def _validation_error(exc: msgspec.ValidationError) -> RequestError:
 
 
 #: Below this size a body whose shape is wrong is decoded in full for the exact message.
-_FULL_MESSAGE_BYTES = 1 << 20
+FULL_MESSAGE_BYTES = 1 << 20
 
 
 def decode_request(body: bytes | bytearray, limits: RequestLimits) -> ResponsesRequest:
@@ -74,7 +74,7 @@ def decode_request(body: bytes | bytearray, limits: RequestLimits) -> ResponsesR
     try:
         check_shape(body, limits)
     except msgspec.ValidationError as exc:
-        if len(body) > _FULL_MESSAGE_BYTES:
+        if len(body) > FULL_MESSAGE_BYTES:
             raise _validation_error(exc) from None
     except msgspec.DecodeError:
         pass  # the full decode below names the JSON error

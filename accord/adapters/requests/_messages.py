@@ -21,7 +21,7 @@ from accord.errors import RequestError
 from accord.pipeline.segments import ToolSpec
 
 from . import _wire as rw
-from ._body import check_counts, convert, decode_object
+from ._body import convert, decode_messages_body
 from ._conversation import Conversation, ToolChoiceValue
 from ._limits import RequestLimits
 from ._messages_wire import (
@@ -49,16 +49,14 @@ from ._normalize import NormalizeOptions, _item_text, _Turns, explicit_item
 from ._tools import function_tool_spec, resolve_tool_choice, unique_tools
 
 
-def decode_messages_request(body: bytes, limits: RequestLimits) -> MessagesRequest:
+def decode_messages_request(body: bytes | bytearray, limits: RequestLimits) -> MessagesRequest:
     """Decode and validate a Messages body; anything wrong is a 400 naming the field."""
-    raw = decode_object(body, limits)
-    check_counts(raw, limits, items="messages")
+    raw = decode_messages_body(body, limits)
     return convert(raw, MessagesRequest)
 
 
-def decode_count_tokens_request(body: bytes, limits: RequestLimits) -> CountTokensRequest:
-    raw = decode_object(body, limits)
-    check_counts(raw, limits, items="messages")
+def decode_count_tokens_request(body: bytes | bytearray, limits: RequestLimits) -> CountTokensRequest:
+    raw = decode_messages_body(body, limits)
     return convert(raw, CountTokensRequest)
 
 

@@ -55,6 +55,73 @@ class _Shape(msgspec.Struct):
 _decoder = msgspec.json.Decoder(_Shape)
 
 
+class _Block(msgspec.Struct):
+    """A Chat part or a Messages content block; a ``tool_result`` block holds parts of its own."""
+
+    content: str | list[_Part] | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | list[_Block] | None = None
+
+
+class _MessagesShape(msgspec.Struct):
+    """Chat Completions and Messages bodies: the same counts over ``messages``."""
+
+    messages: list[_Message] | None = None
+    tools: list[_Part] | None = None
+    #: Messages' top-level system prompt, which may be a list of text blocks.
+    system: str | list[_Part] | None = None
+
+
+_messages_decoder = msgspec.json.Decoder(_MessagesShape)
+
+
+def check_messages_shape(body: bytes | bytearray, limits: RequestLimits) -> None:
+    """The cheap first look at a Chat Completions or Messages body: messages, content parts
+    (a tool result's own included) and tools, counted before the body is built.
+
+    Raises ``msgspec.ValidationError`` or ``msgspec.DecodeError`` as :func:`check_shape` does.
+    """
+    try:
+        shape = _messages_decoder.decode(body)
+    except RecursionError:
+        raise RequestError("The request body is nested too deeply.", code="invalid_json") from None
+    if shape.tools is not None and len(shape.tools) > limits.max_tools:
+        raise RequestError(
+            f"Too many tools: {len(shape.tools)} (at most {limits.max_tools}).",
+            param="tools",
+            code="array_above_max_length",
+        )
+    messages = shape.messages or []
+    if len(messages) > limits.max_input_items:
+        raise RequestError(
+            f"Too many messages: {len(messages)} (at most {limits.max_input_items}).",
+            param="messages",
+            code="array_above_max_length",
+        )
+    parts = len(shape.system) if isinstance(shape.system, list) else 0
+    if parts > limits.max_content_parts:
+        raise RequestError(
+            f"Too many content parts: {parts} in system (at most {limits.max_content_parts}).",
+            param="system",
+            code="array_above_max_length",
+        )
+    for i, message in enumerate(messages):
+        if not isinstance(message.content, list):
+            continue
+        parts += len(message.content) + sum(
+            len(block.content) for block in message.content if isinstance(block.content, list)
+        )
+        if parts > limits.max_content_parts:
+            raise RequestError(
+                f"Too many content parts: more than {limits.max_content_parts} in the request, "
+                f"reached at messages[{i}].content.",
+                param=f"messages[{i}].content",
+                code="array_above_max_length",
+            )
+
+
 def check_shape(body: bytes | bytearray, limits: RequestLimits) -> None:
     """Raise :class:`RequestError` when ``body`` breaks a count or size limit.
 
