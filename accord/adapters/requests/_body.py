@@ -15,7 +15,7 @@ import msgspec
 
 from accord.errors import RequestError
 
-from ._decode import FULL_MESSAGE_BYTES, _check_strings, _validation_error
+from ._decode import _check_strings, _validation_error, first_look
 from ._limits import RequestLimits
 from ._shape import check_messages_shape
 
@@ -40,14 +40,7 @@ def decode_object(body: bytes | bytearray, limits: RequestLimits) -> dict[str, A
 
 def decode_messages_body(body: bytes | bytearray, limits: RequestLimits) -> dict[str, Any]:
     """A Chat Completions or Messages body as a JSON object, its counts checked before it is built."""
-    try:
-        check_messages_shape(body, limits)
-    except msgspec.ValidationError as exc:
-        if len(body) > FULL_MESSAGE_BYTES:
-            raise _validation_error(exc) from None
-        # A small body is decoded in full below, whose error names the field as the model does.
-    except msgspec.DecodeError:
-        pass  # the full decode below names the JSON error
+    first_look(check_messages_shape, body, limits)
     raw = decode_object(body, limits)
     check_counts(raw, limits, items="messages")
     return raw

@@ -14,6 +14,7 @@ bytes, the only exception that leaves :func:`decode_request` is :class:`RequestE
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import msgspec
@@ -69,15 +70,23 @@ def _validation_error(exc: msgspec.ValidationError) -> RequestError:
 FULL_MESSAGE_BYTES = 1 << 20
 
 
-def decode_request(body: bytes | bytearray, limits: RequestLimits) -> ResponsesRequest:
-    """Decode and validate one request body; raise :class:`RequestError` (400) for anything wrong."""
+def first_look(
+    check: Callable[[bytes | bytearray, RequestLimits], None], body: bytes | bytearray, limits: RequestLimits
+) -> None:
+    """Run a shape pass (``check``). A body of the wrong shape is left to the full decode, whose
+    message names the field as the model does, unless it is too large to decode for that."""
     try:
-        check_shape(body, limits)
+        check(body, limits)
     except msgspec.ValidationError as exc:
         if len(body) > FULL_MESSAGE_BYTES:
             raise _validation_error(exc) from None
     except msgspec.DecodeError:
-        pass  # the full decode below names the JSON error
+        pass  # the full decode names the JSON error
+
+
+def decode_request(body: bytes | bytearray, limits: RequestLimits) -> ResponsesRequest:
+    """Decode and validate one request body; raise :class:`RequestError` (400) for anything wrong."""
+    first_look(check_shape, body, limits)
     try:
         raw = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:

@@ -55,6 +55,20 @@ class _Shape(msgspec.Struct):
 _decoder = msgspec.json.Decoder(_Shape)
 
 
+def _too_many(what: str, count: int, limit: int, param: str) -> RequestError:
+    return RequestError(
+        f"Too many {what}: {count} (at most {limit}).", param=param, code="array_above_max_length"
+    )
+
+
+def _too_many_parts(limits: RequestLimits, at: str) -> RequestError:
+    return RequestError(
+        f"Too many content parts: more than {limits.max_content_parts} in the request, reached at {at}.",
+        param=at,
+        code="array_above_max_length",
+    )
+
+
 class _Block(msgspec.Struct):
     """A Chat part or a Messages content block; a ``tool_result`` block holds parts of its own."""
 
@@ -88,25 +102,13 @@ def check_messages_shape(body: bytes | bytearray, limits: RequestLimits) -> None
     except RecursionError:
         raise RequestError("The request body is nested too deeply.", code="invalid_json") from None
     if shape.tools is not None and len(shape.tools) > limits.max_tools:
-        raise RequestError(
-            f"Too many tools: {len(shape.tools)} (at most {limits.max_tools}).",
-            param="tools",
-            code="array_above_max_length",
-        )
+        raise _too_many("tools", len(shape.tools), limits.max_tools, "tools")
     messages = shape.messages or []
     if len(messages) > limits.max_input_items:
-        raise RequestError(
-            f"Too many messages: {len(messages)} (at most {limits.max_input_items}).",
-            param="messages",
-            code="array_above_max_length",
-        )
+        raise _too_many("messages", len(messages), limits.max_input_items, "messages")
     parts = len(shape.system) if isinstance(shape.system, list) else 0
     if parts > limits.max_content_parts:
-        raise RequestError(
-            f"Too many content parts: {parts} in system (at most {limits.max_content_parts}).",
-            param="system",
-            code="array_above_max_length",
-        )
+        raise _too_many_parts(limits, "system")
     for i, message in enumerate(messages):
         if not isinstance(message.content, list):
             continue
@@ -114,12 +116,7 @@ def check_messages_shape(body: bytes | bytearray, limits: RequestLimits) -> None
             len(block.content) for block in message.content if isinstance(block.content, list)
         )
         if parts > limits.max_content_parts:
-            raise RequestError(
-                f"Too many content parts: more than {limits.max_content_parts} in the request, "
-                f"reached at messages[{i}].content.",
-                param=f"messages[{i}].content",
-                code="array_above_max_length",
-            )
+            raise _too_many_parts(limits, f"messages[{i}].content")
 
 
 def check_shape(body: bytes | bytearray, limits: RequestLimits) -> None:
@@ -135,31 +132,18 @@ def check_shape(body: bytes | bytearray, limits: RequestLimits) -> None:
     tools = _count_tools(shape.tools, "tools", limits)
     if isinstance(shape.input, list):
         if len(shape.input) > limits.max_input_items:
-            raise RequestError(
-                f"Too many input items: {len(shape.input)} (at most {limits.max_input_items}).",
-                param="input",
-                code="array_above_max_length",
-            )
+            raise _too_many("input items", len(shape.input), limits.max_input_items, "input")
         parts = 0
         for i, item in enumerate(shape.input):
             for field, value in (("content", item.content), ("output", item.output)):
                 if isinstance(value, list):
                     parts += len(value)
                     if parts > limits.max_content_parts:
-                        raise RequestError(
-                            f"Too many content parts: more than {limits.max_content_parts} in the "
-                            f"request, reached at input[{i}].{field}.",
-                            param=f"input[{i}].{field}",
-                            code="array_above_max_length",
-                        )
+                        raise _too_many_parts(limits, f"input[{i}].{field}")
             if item.tools is not None:
                 tools += _count_tools(item.tools, f"input[{i}].tools", limits)
     if tools > limits.max_tools:
-        raise RequestError(
-            f"Too many tools: {tools} (at most {limits.max_tools}).",
-            param="tools",
-            code="array_above_max_length",
-        )
+        raise _too_many("tools", tools, limits.max_tools, "tools")
     if shape.text is not None and shape.text.format is not None:
         _check_schema(shape.text.format.schema, "text.format.schema", limits)
 
