@@ -2,7 +2,8 @@
 
 Scripted engine, 20 chunks each, 5 ms apart. Prints throughput and the p50/p99 gap
 between consecutive events as clients see them. The only assertion is a same-run
-ratio: the p99 gap at 64 streams against the p99 gap of one stream measured just before.
+ratio: the p99 gap at 64 streams against the run's own round (the time every stream takes, on
+average, to get its next event).
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str, store:
         f"= {count / wall:,.0f} events/s; gap p50 {statistics.median(many) * 1000:.1f} ms, "
         f"p99 {p(many, 0.99):.1f} ms (target p99 < 50 ms); one stream alone: p99 {p(single, 0.99):.1f} ms"
     )
+    # Fairness, in this run's own terms: a round is the time every stream takes, on average, to get
+    # one more event; no stream's p99 gap may exceed 20 rounds (measured 2.2-9.6 over 16 runs; a stream
+    # starved until the others finish would wait the whole run, about 28). The p99 against one stream
+    # alone (asserted before, 40x) measured 7-48x between runs of the same code: it mostly measures load.
+    round_ms = wall * 1000 / (count / STREAMS)
+    print(f"  round {round_ms:.1f} ms; p99 gap = {p(many, 0.99) / round_ms:.1f} rounds (asserted < 20)")
     assert count >= STREAMS * (CHUNKS + 5)
-    assert p(many, 0.99) < 40 * max(p(single, 0.99), 5.0), (
-        "64 streams stretch the p99 gap 40x past one stream"
-    )
+    assert p(many, 0.99) < 20 * round_ms, "a stream waited more than 20 rounds for its next event"
