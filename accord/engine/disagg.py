@@ -47,7 +47,6 @@ from accord.engine.remote import UpstreamEngine
 from accord.engine.upstream import (
     DEFAULT_RETRY,
     RetryPolicy,
-    StreamReader,
     UpstreamPool,
     WholeCompletion,
     post_completion,
@@ -116,14 +115,8 @@ class DisaggEngine(UpstreamEngine):
             generation,
             key=None,
             request_id=request.request_id,
-            reader=partial(
-                StreamReader,
-                count=self.count_text,
-                prompt_tokens=handoff.prompt_tokens,
-                cached_tokens=handoff.cached_tokens,
-                trust_cached=False,
-                stops=request.stop,
-                stop_tokens=self.stops(request)[1],
+            reader=self.reader(
+                request, handoff.prompt_tokens, cached_tokens=handoff.cached_tokens, trust_cached=False
             ),
             policy=self.decode_retry,
             extra=partial(self.per_upstream, prompt_tokens),

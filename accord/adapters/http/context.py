@@ -105,7 +105,7 @@ class Context:
         """The body decoded by ``decode`` under the server's limits, a large one off the event loop."""
         body = await ex.read_body(self.max_body_bytes)
         if self.decoder is not None:
-            return await self.decoder.decode_as(body, decode)
+            return await self.decoder.decode(body, decode)
         return decode(body, self.limits)
 
 

@@ -31,7 +31,7 @@ import anyio
 import anyio.to_process
 import anyio.to_thread
 
-from accord.adapters.requests import RequestLimits, ResponsesRequest, decode_request
+from accord.adapters.requests import RequestLimits
 from accord.errors import RequestError
 
 _ErrorFields = tuple[str, str | None, int, str | None, str]
@@ -66,10 +66,7 @@ class Decoder:
             self._limiter.append(anyio.CapacityLimiter(self.workers))
         return self._limiter[0]
 
-    async def decode(self, body: bytes | bytearray) -> ResponsesRequest:
-        return await self.decode_as(body, decode_request)
-
-    async def decode_as(self, body: bytes | bytearray, decode: BodyDecoder[T]) -> T:
+    async def decode(self, body: bytes | bytearray, decode: BodyDecoder[T]) -> T:
         """``body`` decoded by ``decode`` (any protocol's), in place or in a worker as above."""
         if len(body) <= self.inline_bytes:
             return decode(body, self.limits)
