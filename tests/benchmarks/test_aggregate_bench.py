@@ -28,7 +28,7 @@ from accord.adapters.build import build_service
 from accord.adapters.requests import ResponsesRequest
 from accord.config import Settings
 from accord.engine.upstream import SSEDecoder, load_model_files
-from tests.benchmarks.token_latency import serving
+from tests.benchmarks.token_latency import bench_client, serving
 from tests.remote.conftest import smollm2_path
 from tests.remote.llama_server import NOT_BUILT, LlamaServer, llama_bin_dir
 from tests.serving import free_port
@@ -66,9 +66,8 @@ Reader = Callable[[httpx.AsyncClient, str, dict[str, object]], Awaitable[int]]
 
 async def _throughput(read: Reader, url: str, body: dict[str, object], streams: int) -> float:
     """Best of ``ROUNDS`` rounds of ``streams`` concurrent streams, in output tokens per second."""
-    limits = httpx.Limits(max_connections=2 * streams, max_keepalive_connections=2 * streams)
     best = 0.0
-    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+    async with bench_client(streams, 600) as client:
         await read(client, url, body)  # warm-up
         for _ in range(ROUNDS):
             counts: list[int] = []
