@@ -11,6 +11,7 @@ output) without rescanning.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from accord.pipeline._finder import MarkerFinder
@@ -74,6 +75,14 @@ class MarkerSet:
         #: The distinct first characters, as a string (usually one character: ``<`` or ``[``).
         self.firsts = "".join(sorted({m[0] for m in self.markers}))
         self._prefixes = frozenset(m[:k] for m in self.markers for k in range(1, len(m)))
+        # Longest first: at one position the alternation takes the first that matches.
+        by_length = sorted(set(self.markers), key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, by_length))) if by_length else None
+
+    def find(self, text: str, start: int = 0) -> tuple[int, str]:
+        """What :func:`find_first` answers, in one regex search (a few times faster on a short text)."""
+        match = None if self._pattern is None else self._pattern.search(text, start)
+        return (-1, "") if match is None else (match.start(), match.group())
 
     def may_occur_in(self, text: str) -> bool:
         """False when no marker can start in ``text`` (none of their first characters is in it)."""

@@ -42,17 +42,24 @@ class ParseStage:
         self._last_was_reasoning = False
         self._pending_tokens = 0
         self._ended = False
+        # The splitter passes everything on unread from here: it is skipped.
+        self._direct = splitter.verbatim
 
     def feed(self, event: GenerationOutput) -> list[ParsedSegment | End]:
         if self._ended:
             raise ProtocolViolation("engine event after the end of generation")
-        # The hot path: one chunk per engine delta. The common shapes (the splitter gives one
-        # reasoning segment, or one answer segment for the tool parser) skip the general
-        # routing and counting loops; they give what those loops give.
+        # The hot path: one chunk per engine delta. The common shapes (a splitter that passes
+        # text on unread, or one that gives one reasoning segment or one answer segment for
+        # the tool parser) skip the general routing and counting loops; they give what those
+        # loops give.
         if isinstance(event, Chunk):
-            split = self._split(event.text)
             tokens = len(event.token_ids)
             self._output_tokens += tokens
+            if self._direct:
+                routed = self._parse_tools(event.text)
+                self._count_answer(tokens, routed)
+                return routed  # type: ignore[return-value]
+            split = self._split(event.text)
             if len(split) == 1:
                 seg = split[0]
                 if type(seg) is Reasoning:
@@ -66,9 +73,11 @@ class ParseStage:
                 if type(seg) is Content and seg.phase is None:
                     routed = self._parse_tools(seg.text)
                     self._count_answer(tokens, routed)
+                    self._direct = self._splitter.verbatim
                     return routed  # type: ignore[return-value]
             routed = self._route(split)
             self._count(tokens, routed)
+            self._direct = self._splitter.verbatim
             return routed  # type: ignore[return-value]
         match event:
             case Finished() | EngineFailed():

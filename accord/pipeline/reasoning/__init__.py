@@ -15,7 +15,14 @@ from accord.pipeline.segments import Content, ParsedSegment
 
 
 class ReasoningSplitter(Protocol):
-    """Sans-IO: feed decoded text, get segments; ``finish`` flushes what was held back."""
+    """Sans-IO: feed decoded text, get segments; ``finish`` flushes what was held back.
+
+    ``verbatim`` becomes True once every further character is content, as it comes, with
+    nothing held back: the parse stage then hands text straight to the tool parser.
+    """
+
+    @property
+    def verbatim(self) -> bool: ...
 
     def feed(self, text: str) -> list[ParsedSegment]: ...
 
@@ -40,6 +47,8 @@ class ReasoningFactory(Protocol):
 
 class PlainText:
     """The ``none`` splitter: every character is content."""
+
+    verbatim = True
 
     def feed(self, text: str) -> list[ParsedSegment]:
         return [Content(text=text)] if text else []

@@ -114,6 +114,9 @@ class HarmonySplitter:
     output inside that reasoning message.
     """
 
+    #: A header can open a new channel at any point of the output.
+    verbatim = False
+
     def __init__(self, thinking: bool | None = None, start: Start | None = None) -> None:
         del thinking
         inside = start is Start.INSIDE

@@ -111,6 +111,11 @@ class ThinkSplitter:
 
     # -- public ---------------------------------------------------------------------------
 
+    @property
+    def verbatim(self) -> bool:
+        """After the first tool-call opener outside reasoning: the rest is content, unread."""
+        return self._state is _State.VERBATIM
+
     def feed(self, text: str) -> list[ParsedSegment]:
         if not text:
             return []

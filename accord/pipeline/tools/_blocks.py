@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import MarkerFinder, MarkerSet, find_first
+from accord.pipeline.holdback import MarkerFinder, MarkerSet
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
@@ -251,7 +251,7 @@ class BlockToolParser:
             if finder is not None:
                 pos, marker = finder.find(i)
             else:
-                pos, marker = find_first(buf, self._all, i)
+                pos, marker = self._in_block.find(buf, i)
             if pos < 0:
                 break
             i = pos + len(marker)

@@ -58,7 +58,10 @@ class JsonScanner:
 
         Scanning starts at ``start``; everything before it has been fed already.
         """
-        depth, in_string = self._depth, self._in_string
+        in_string = self._in_string
+        if in_string and not self._escape and '"' not in text and "\\" not in text:
+            return MORE  # the common chunk of a long string argument: two scans in C, no regex
+        depth = self._depth
         i, n = start, len(text)
         if self._escape and i < n:
             self._escape = False
