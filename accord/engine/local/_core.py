@@ -22,6 +22,7 @@ import torch
 
 from accord.engine.local._batch import build_batch
 from accord.engine.local._grammar import apply_masks
+from accord.engine.local._heap import release_freed_memory
 from accord.engine.local._model import LlamaModel
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Phase, Sequence
@@ -202,6 +203,8 @@ class EngineCore:
             seq.outbox.put(events)
             if seq.phase is Phase.DONE:
                 seq.outbox.release()
+        if ran and not self._scheduler.has_work():
+            release_freed_memory()  # out of work: what the steps' buffers left goes back (see _heap)
         return not ran
 
     def _step(self) -> tuple[bool, list[tuple[Sequence, list[GenerationOutput]]]]:

@@ -19,12 +19,13 @@ from accord.engine.local._blocks import BlockPool, KVCache
 from accord.engine.local._core import EngineCore, EngineStatistics
 from accord.engine.local._gguf import read_model_file
 from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
+from accord.engine.local._heap import bound_heap_growth, release_freed_memory
 from accord.engine.local._model import LlamaModel
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
-from accord.engine.local._weights import build_weights, release_freed_memory
+from accord.engine.local._weights import build_weights
 from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint, split_stops
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels.linear import gemm_rows_vary
@@ -127,6 +128,7 @@ class LocalEngine:
         if dev.type == "cpu":
             torch.set_num_threads(compute_threads)
             dtype = torch.bfloat16
+            bound_heap_growth()  # process-wide, and before the build's first big buffer
         else:
             dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         model_file = read_model_file(path)

@@ -7,9 +7,6 @@ and up into another -- so each layer does three matmuls instead of seven.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,6 +15,7 @@ import numpy as np
 import torch
 
 from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
+from accord.engine.local._heap import release_freed_memory
 from accord.kernels import cuda
 from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
 from accord.kernels.quant import Int4Blocks, QuantKind, dequantize, quantize_int4, split_int4
@@ -58,20 +56,6 @@ class Embedding:
         if isinstance(self.kind, QuantKind):
             return dequantize(rows, self.kind)
         return rows.float()
-
-
-def release_freed_memory(collect: bool = False) -> None:
-    """Hand heap pages freed by the build's transient buffers back to the OS.
-
-    glibc keeps freed memory mapped (it only trims the top of the heap on its own), so the buffers of
-    one build step would otherwise stay resident for the life of the server, and pile up across steps.
-    """
-    if collect:
-        gc.collect()
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
