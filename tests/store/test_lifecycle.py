@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from pathlib import Path
@@ -60,3 +61,28 @@ def test_a_background_run_cut_by_shutdown_is_stored_as_failed(tmp_path: Path, wo
         "code": "server_shutting_down",
         "message": "the server is shutting down",
     }
+
+
+def _checkpointers() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "accord-sqlite-checkpoint")
+
+
+def test_a_store_dropped_without_close_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """An app built and never served drops its store unclosed; its checkpoint thread must end with it.
+
+    Left running, each one woke every second for the life of the process: a test session that built
+    1,400 apps this way ran every later test beside 1,400 such threads.
+    """
+    gc.collect()
+    before = _checkpointers()
+    for n in range(20):
+        SQLiteStore(tmp_path / f"{n}.db")  # dropped at once, never closed
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while _checkpointers() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _checkpointers() == before
+    kept = SQLiteStore(tmp_path / "kept.db")
+    assert _checkpointers() == before + 1  # a store in use keeps its thread
+    kept.close()
+    assert _checkpointers() == before

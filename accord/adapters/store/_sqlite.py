@@ -17,6 +17,7 @@ import os
 import queue
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,35 +48,20 @@ class SQLiteStore(SqlStore):
         self._stop = threading.Event()
         with self.transaction(write=True) as cur:
             self.migrate(cur, "BLOB")
+        # The thread holds the path and the stop flag, not the store: a store dropped without
+        # close (an app built and never served) stops its thread when it is collected, instead
+        # of leaving one behind that wakes every second for the life of the process.
         self._checkpointer = threading.Thread(
-            target=self._checkpoint_loop, name="accord-sqlite-checkpoint", daemon=True
+            target=_checkpoint_loop,
+            args=(self.path, self._stop),
+            name="accord-sqlite-checkpoint",
+            daemon=True,
         )
         self._checkpointer.start()
+        weakref.finalize(self, self._stop.set)
 
     def _connect(self) -> sqlite3.Connection:
-        # isolation_level=None: transactions are begun and ended here, explicitly.
-        conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("PRAGMA wal_autocheckpoint=0")
-        return conn
-
-    def _checkpoint_loop(self) -> None:
-        conn = self._connect()
-        try:
-            while not self._stop.wait(CHECKPOINT_INTERVAL_S):
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error:
-                    pass  # busy or briefly locked: the next round catches up
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error:
-            pass
-        finally:
-            conn.close()
+        return _connect(self.path)
 
     @contextmanager
     def _borrow(self) -> Iterator[sqlite3.Connection]:
@@ -120,3 +106,28 @@ class SQLiteStore(SqlStore):
             for conn in self._all:
                 conn.close()
             self._all.clear()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # isolation_level=None: transactions are begun and ended here, explicitly.
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    return conn
+
+
+def _checkpoint_loop(path: Path, stop: threading.Event) -> None:
+    conn = _connect(path)
+    try:
+        while not stop.wait(CHECKPOINT_INTERVAL_S):
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error:
+                pass  # busy or briefly locked: the next round catches up
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
