@@ -35,6 +35,7 @@ from accord.pipeline.segments import ToolSpec
 from accord.pipeline.tools import tool_parser
 
 DELTAS = 50_000
+ROUNDS = 3
 SPEC = [
     ToolSpec(name="get_weather", parameters={"type": "object", "properties": {"city": {"type": "string"}}})
 ]
@@ -71,9 +72,9 @@ def _chain(protocol: str) -> tuple[float, int, list[ResponseEvent]]:
         else:
             size += len(framer.feed(batch, run.log))
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     anyio.run(run.run, emit)
-    return time.perf_counter() - t0, size, run.log.events
+    return time.process_time() - t0, size, run.log.events
 
 
 def _projection(log: list[ResponseEvent], protocol: str) -> float:
@@ -101,7 +102,10 @@ def _projection(log: list[ResponseEvent], protocol: str) -> float:
 @pytest.mark.benchmark
 def test_chat_and_messages_cost_about_what_responses_costs() -> None:
     protocols = ("responses", "chat", "messages")
-    chain = {p: _chain(p) for p in protocols}
+    # Best of interleaved rounds, in this process's CPU time: one wall-clock run each measured
+    # Messages at 2.19x Responses on a busy machine, where other runs of the same code gave 1.2-1.4x.
+    rounds = [{p: _chain(p) for p in protocols} for _ in range(ROUNDS)]
+    chain = {p: min((r[p] for r in rounds), key=lambda c: c[0]) for p in protocols}
     log = chain["responses"][2]
     alone = {p: min(_projection(log, p) for _ in range(3)) for p in protocols}
     lines = [f"\nprotocols: {DELTAS} deltas, {len(log)} response events"]
