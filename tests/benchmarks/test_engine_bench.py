@@ -38,7 +38,7 @@ def _rss() -> dict[str, float]:
     fields = dict(
         line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
     )
-    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
+    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM", "RssAnon", "RssFile")}
 
 
 def _prompts(encode: Any) -> tuple[list[int], list[list[int]]]:
@@ -107,7 +107,12 @@ def _accord(repeats: int) -> dict[str, Any]:
 
     anyio.run(main)
     out["rss_peak_mib"] = _rss()["VmHWM"]
-    out["rss_end_mib"] = _rss()["VmRSS"]
+    end = _rss()
+    out["rss_end_mib"], out["rss_anon_end_mib"], out["rss_file_end_mib"] = (
+        end["VmRSS"],
+        end["RssAnon"],
+        end["RssFile"],
+    )
     engine.close()
     return out
 
@@ -224,7 +229,9 @@ def test_engine_against_transformers() -> None:
     )
     row("peak RSS (MiB)", ours["rss_peak_mib"], None if theirs is None else theirs["rss_peak_mib"], "{:.0f}")
     print(
-        f"(accord generated {ours['generated']} tokens per single-stream run; RSS at end {ours['rss_end_mib']:.0f} MiB)"
+        f"(accord generated {ours['generated']} tokens per single-stream run; RSS at end {ours['rss_end_mib']:.0f} MiB,"
+        f" of it private {ours['rss_anon_end_mib']:.0f} and mapped files {ours['rss_file_end_mib']:.0f}: the files'"
+        " share depends on what the page cache holds, up to ~50 MiB between two installs of the same packages)"
     )
 
     assert agg["8"] >= 2.0 * agg["1"]  # target 4x
