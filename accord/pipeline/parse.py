@@ -52,12 +52,15 @@ class ParseStage:
         # text on unread, or one that gives one reasoning segment or one answer segment for
         # the tool parser) skip the general routing and counting loops; they give what those
         # loops give.
-        if isinstance(event, Chunk):
+        if type(event) is Chunk:
             tokens = len(event.token_ids)
             self._output_tokens += tokens
             if self._direct:
                 routed = self._parse_tools(event.text)
-                self._count_answer(tokens, routed)
+                if routed:
+                    self._count_answer(tokens, routed)
+                else:
+                    self._pending_tokens += tokens  # what _count_answer does for nothing released
                 return routed  # type: ignore[return-value]
             split = self._split(event.text)
             if len(split) == 1:

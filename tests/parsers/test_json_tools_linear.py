@@ -3,8 +3,10 @@
 The realistic outputs are measured by ``tests/benchmarks/test_parser_bench.py``; these are
 outputs built to defeat a parser that re-reads what it has consumed: one huge argument,
 openers restarted again and again, streamed calls abandoned again and again, markup that
-keeps almost matching, long runs of whitespace where a closer is awaited. 400 KB may cost at most 12x 40 KB, streamed in
-4-character chunks and whole (CPU time, best of interleaved rounds).
+keeps almost matching, long runs of whitespace where a closer is awaited. 400 KB may cost at most 20x 40 KB, streamed in
+4-character chunks and whole (CPU time, best of interleaved rounds). A linear parser measures about
+10x; the limit leaves room for a noisy machine (the same code measured 7.7x and 14.4x in two runs
+here), and a parser that re-reads what it consumed measures about 100x.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from accord.pipeline.tools import tool_parser
 from tests.parsers.json_tool_helpers import OFFERED
 
 BIG = 400_000
-LIMIT = 12.0
+LIMIT = 20.0
 #: Below this a whole-text parse of the small input is a few C scans: its ratio measures caches.
 NOISE_S = 0.004
 
@@ -133,7 +135,7 @@ def _cost(run: Callable[[], None]) -> float:
 
 def _ratio(small: Callable[[], None], big: Callable[[], None]) -> tuple[float, float]:
     best_small = best_big = float("inf")
-    for _ in range(2):
+    for _ in range(3):
         best_small = min(best_small, _cost(small))
         best_big = min(best_big, _cost(big))
     return best_big / best_small, best_small

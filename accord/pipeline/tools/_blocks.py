@@ -205,8 +205,14 @@ class BlockToolParser:
         self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
         self._in_block = MarkerSet(self._all)
         self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
+        # Text that is part of a marker and holds no whole one (one marker may begin another):
+        # what a scan would hold back whole, outside a block and inside one.
+        self._hold_text = frozenset(p for p in self._in_text.prefixes if not any(m in p for m in self._all))
+        self._hold_block = frozenset(p for p in self._in_block.prefixes if not any(m in p for m in self._all))
+        self._search = self._in_block.search
         self._opener: str | None = None  # the open block's opener; None in TEXT
         self._parts = _Body()  # the open block's body so far
+        self._add_part = self._parts.add  # bound once: most chunks of a block only grow it
         self._last_inner: str | None = None  # the last inner marker seen in the open block
         # A bare block just closed and nothing but whitespace followed: its trailer is dropped.
         self._after_bare = False
@@ -222,11 +228,18 @@ class BlockToolParser:
                 if self._after_bare and not text.isspace():
                     self._after_bare = False
                 return [Content(text=text)]
-            self._parts.add(text)
+            self._add_part(text)
             return []
+        if held:
+            buf = held + text
+            if buf in (self._hold_text if self._opener is None else self._hold_block):
+                self._held = buf  # a marker still arriving
+                return []
+        else:
+            buf = text
         out: list[ParsedSegment] = []
         self._held = ""
-        self._scan(held + text if held else text, out)
+        self._scan(buf, out)
         return out
 
     def finish(self) -> list[ParsedSegment]:
@@ -250,10 +263,13 @@ class BlockToolParser:
         while True:
             if finder is not None:
                 pos, marker = finder.find(i)
+                if pos < 0:
+                    break
             else:
-                pos, marker = self._in_block.find(buf, i)
-            if pos < 0:
-                break
+                m = self._search(buf, i)
+                if m is None:
+                    break
+                pos, marker = m.start(), m.group()
             i = pos + len(marker)
             opener = self._opener
             if opener is None:

@@ -91,9 +91,20 @@ class JsonCallParser:
         self._text_markers = (*fmt.openers, *fmt.section_begins, *fmt.section_ends)
         self._text_set = MarkerSet(self._text_markers)
         self._lead = re.compile("[" + re.escape(self._text_set.firsts) + "]")
+        # Text that is part of a marker and holds no whole one (one marker may begin another).
+        self._held_whole = frozenset(
+            p for p in self._text_set.prefixes if not any(m in p for m in self._text_set.markers)
+        )
         self._ends = (*fmt.closers, *fmt.soft_closers)
         self._end_max = max((len(m) for m in self._ends), default=1)
         self._hard = fmt.hard_closers
+        # Part of a closer that ends no closer yet (nor starts a fence): what the tail holds.
+        self._tail_whole = frozenset(
+            m[:k]
+            for m in self._ends
+            for k in range(1, len(m))
+            if not any(m[:k].startswith(c) for c in self._ends) and not (fmt.fence and m.startswith("`"))
+        )
         self._closer_set = MarkerSet(fmt.closers)
         self._checks_head = fmt.checks_payload_prefix
         self._tokens_only = fmt.section_markers_are_tokens
@@ -122,8 +133,15 @@ class JsonCallParser:
             return []
         mode = self._mode
         if mode is _TEXT:
-            if not (self._held or self._text.pending or self._bare) and self._lead.search(text) is None:
-                return [Content(text=text)]
+            held = self._held
+            if not (held or self._text.pending or self._bare):
+                if self._lead.search(text) is None:
+                    return [Content(text=text)]
+            elif held and not (self._text.pending or self._bare) and held + text in self._held_whole:
+                # A marker still arriving (the middle of ``<tool_call>``): held whole, as the scan
+                # would hold it.
+                self._held = held + text
+                return []
         elif (
             mode is _PAYLOAD
             and self._pl.fast
@@ -138,6 +156,11 @@ class JsonCallParser:
             self._call.opened_at = -1
             self._continue(text, self._scan_payload(text, 0, e))
             return self._flush()
+        elif mode is _TAIL and self._tl.partial and self._tl.partial + text in self._tail_whole:
+            # A closer still arriving after the payload: taken in as the tail scan would take it.
+            self._tl.partial += text
+            self._tl.chunks.append(text)
+            return []
         self._out = []
         buf, self._held = self._held + text, ""
         self._run(buf, 0)

@@ -126,6 +126,8 @@ def decode_at(text: str, i: int, limit: int = 8192) -> tuple[Any, int]:
     because a decoding error costs time in proportion to the text before it.
     """
     window = text[i : i + limit]
+    if "}" not in window and "]" not in window:
+        return UNDECODED, -1  # no value can end here (a chunk of a stream): spare the raised error
     try:
         value, end = _value_at(window, 0)
     except (ValueError, RecursionError):
