@@ -59,8 +59,22 @@ class JsonScanner:
         Scanning starts at ``start``; everything before it has been fed already.
         """
         in_string = self._in_string
-        if in_string and not self._escape and '"' not in text and "\\" not in text:
-            return MORE  # the common chunk of a long string argument: two scans in C, no regex
+        if in_string and '"' not in text:
+            # The common chunk of a string argument: no quote, so the string goes on, and only
+            # whether it stops inside an escape matters -- an odd run of backslashes at its end.
+            if not self._escape and "\\" not in text:
+                return MORE  # two scans in C
+            n = len(text)
+            i = start
+            if self._escape and i < n:
+                self._escape = False
+                i += 1  # the escaped character
+            j = n
+            while j > i and text[j - 1] == "\\":
+                j -= 1
+            if (n - j) % 2:
+                self._escape = True
+            return MORE
         depth = self._depth
         i, n = start, len(text)
         if self._escape and i < n:
