@@ -19,6 +19,16 @@ _OUTSIDE_OK = set(" \t\r\n,:0123456789+-.eEtrufalsn")
 
 def _reference(text: str) -> int:
     """Index just past the bracket that closes the first one, INVALID, or MORE."""
+    return _read(text)[0]
+
+
+def _plain_after(text: str) -> bool:
+    """Whether ``text`` (which has not ended) leaves the reader in a string, not after a backslash."""
+    _, in_string, escape = _read(text)
+    return in_string and not escape
+
+
+def _read(text: str) -> tuple[int, bool, bool]:
     depth, in_string, escape = 0, False, False
     for i, c in enumerate(text):
         if in_string:
@@ -35,10 +45,10 @@ def _reference(text: str) -> int:
         elif c in "}]":
             depth -= 1
             if depth == 0:
-                return i + 1
+                return i + 1, False, False
         elif c not in _OUTSIDE_OK:
-            return INVALID
-    return MORE
+            return INVALID, False, False
+    return MORE, in_string, escape
 
 
 def _scan(chunks: list[str]) -> tuple[int, int]:
@@ -50,6 +60,7 @@ def _scan(chunks: list[str]) -> tuple[int, int]:
         if result != MORE:
             return result, offset
         offset += len(chunk)
+        assert scanner.plain == _plain_after("".join(chunks)[:offset])
     return MORE, offset
 
 

@@ -237,6 +237,18 @@ class BlockToolParser:
                 return []
         else:
             buf = text
+            k = text.find(self._first) if self._first else -1
+            if k >= 0 and text[k:] in (self._hold_text if self._opener is None else self._hold_block):
+                # A marker starting at the chunk's end: what comes before it goes on, it is held.
+                self._held = text[k:]
+                if k == 0:
+                    return []
+                if self._opener is not None:
+                    self._add_part(text[:k])
+                    return []
+                if self._after_bare and not text[:k].isspace():
+                    self._after_bare = False
+                return [Content(text=text[:k])]
         out: list[ParsedSegment] = []
         self._held = ""
         self._scan(buf, out)

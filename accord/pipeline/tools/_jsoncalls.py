@@ -135,8 +135,14 @@ class JsonCallParser:
         if mode is _TEXT:
             held = self._held
             if not (held or self._text.pending or self._bare):
-                if self._lead.search(text) is None:
+                lead = self._lead.search(text)
+                if lead is None:
                     return [Content(text=text)]
+                k = lead.start()
+                if text[k:] in self._held_whole:
+                    # A marker starting at the chunk's end: the text before it goes out, it is held.
+                    self._held = text[k:]
+                    return [Content(text=text[:k])] if k else []
             elif held and not (self._text.pending or self._bare) and held + text in self._held_whole:
                 # A marker still arriving (the middle of ``<tool_call>``): held whole, as the scan
                 # would hold it.
@@ -147,8 +153,13 @@ class JsonCallParser:
             and self._pl.fast
             and not (self._hard and (self._pl.closer_held or self._closer_set.may_occur_in(text)))
         ):
-            # Most chunks of a call land here: one scanner step, no copies.
-            e = self._scanner.feed(text)
+            # Most chunks of a call land here: one scanner step, no copies -- or none at all, for
+            # a chunk of a string argument with no quote or backslash in it.
+            scanner = self._scanner
+            if scanner.plain and '"' not in text and "\\" not in text:
+                self._pl.chunks.append(text)
+                return []
+            e = scanner.feed(text)
             if e == MORE:
                 self._pl.chunks.append(text)
                 return []

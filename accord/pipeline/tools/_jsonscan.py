@@ -39,19 +39,23 @@ def _skip_ws(text: str, i: int) -> int:
 
 
 class JsonScanner:
-    """Finds the end of one JSON object or array fed in chunks, starting at its bracket."""
+    """Finds the end of one JSON object or array fed in chunks, starting at its bracket.
 
-    __slots__ = ("_depth", "_escape", "_in_string")
+    ``plain`` is true inside a string and not right after a backslash: then a chunk with neither
+    a quote nor a backslash changes nothing, and a caller may take it in without calling
+    :meth:`feed` (most chunks of a long string argument).
+    """
+
+    __slots__ = ("_depth", "_escape", "_in_string", "plain")
 
     def __init__(self) -> None:
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
+        self.reset()
 
     def reset(self) -> None:
         self._depth = 0
         self._in_string = False
         self._escape = False
+        self.plain = False
 
     def feed(self, text: str, start: int = 0) -> int:
         """Index in ``text`` just past the closing bracket, or :data:`MORE`, or :data:`INVALID`.
@@ -74,6 +78,7 @@ class JsonScanner:
                 j -= 1
             if (n - j) % 2:
                 self._escape = True
+            self.plain = not self._escape
             return MORE
         depth = self._depth
         i, n = start, len(text)
@@ -107,12 +112,13 @@ class JsonScanner:
                 elif c == "}" or c == "]":
                     depth -= 1
                     if depth == 0:
-                        self._depth, self._in_string = depth, False
+                        self._depth, self._in_string, self.plain = depth, False, False
                         return j + 1
                 else:
                     return INVALID
                 i = j + 1
         self._depth, self._in_string = depth, in_string
+        self.plain = in_string and not self._escape
         return MORE
 
 
