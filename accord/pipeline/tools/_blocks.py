@@ -153,18 +153,23 @@ class _Body:
     not a quarter of a million 4-character ones; each character is copied at most twice.
     """
 
-    __slots__ = ("_pieces", "_recent")
+    __slots__ = ("_pieces", "recent")
 
     def __init__(self) -> None:
         self._pieces: list[str] = []
-        self._recent: list[str] = []
+        #: The chunks since the last group; never replaced, so a caller may hold it and append
+        #: to it, calling :meth:`group` once it holds ``_GROUP`` chunks (what :meth:`add` does).
+        self.recent: list[str] = []
 
     def add(self, text: str) -> None:
-        recent = self._recent
+        recent = self.recent
         recent.append(text)
         if len(recent) >= _GROUP:
-            self._pieces.append("".join(recent))
-            recent.clear()
+            self.group()
+
+    def group(self) -> None:
+        self._pieces.append("".join(self.recent))
+        self.recent.clear()
 
     def tail(self, last: str, size: int) -> tuple[str, bool]:
         """The body's last ``size`` characters (with ``last`` appended) and whether that is all of it."""
@@ -173,7 +178,7 @@ class _Body:
         parts = [last]
         have = len(last)
         # Lazily, newest first: only the last few pieces are ever looked at.
-        for piece in itertools.chain(reversed(self._recent), reversed(self._pieces)):
+        for piece in itertools.chain(reversed(self.recent), reversed(self._pieces)):
             parts.append(piece)
             have += len(piece)
             if have >= size:
@@ -182,10 +187,11 @@ class _Body:
 
     def take(self, last: str) -> str:
         """The whole body with ``last`` appended; the collector is empty afterwards."""
-        if not self._pieces and not self._recent:
+        if not self._pieces and not self.recent:
             return last
-        body = "".join(self._pieces) + "".join(self._recent) + last
-        self._pieces, self._recent = [], []
+        body = "".join(self._pieces) + "".join(self.recent) + last
+        self._pieces.clear()
+        self.recent.clear()
         return body
 
 
@@ -212,7 +218,8 @@ class BlockToolParser:
         self._search = self._in_block.search
         self._opener: str | None = None  # the open block's opener; None in TEXT
         self._parts = _Body()  # the open block's body so far
-        self._add_part = self._parts.add  # bound once: most chunks of a block only grow it
+        self._add_part = self._parts.add
+        self._recent = self._parts.recent  # most chunks of a block only grow it
         self._last_inner: str | None = None  # the last inner marker seen in the open block
         # A bare block just closed and nothing but whitespace followed: its trailer is dropped.
         self._after_bare = False
@@ -228,7 +235,10 @@ class BlockToolParser:
                 if self._after_bare and not text.isspace():
                     self._after_bare = False
                 return [Content(text=text)]
-            self._add_part(text)
+            recent = self._recent
+            recent.append(text)
+            if len(recent) >= _GROUP:
+                self._parts.group()
             return []
         if held:
             buf = held + text
