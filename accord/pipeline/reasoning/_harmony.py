@@ -47,7 +47,6 @@ from __future__ import annotations
 import enum
 import re
 
-from accord.pipeline._finder import MarkerFinder
 from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.reasoning import register
 from accord.pipeline.reasoning._start import Start
@@ -148,10 +147,9 @@ class HarmonySplitter:
             return [self._segment(text)]
         self._out = []
         buf, self._held = self._held + text, ""
-        finder = MarkerFinder(buf, _MARKERS)
         pos = 0
         while True:
-            at, marker = finder.find(pos)
+            at, marker = _MARKER_SET.find(buf, pos)
             if at < 0:
                 break
             self._text(buf[pos:at])

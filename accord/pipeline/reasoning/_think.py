@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from accord.pipeline.holdback import MarkerFinder, MarkerSet
+from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.reasoning._start import Start, start_after
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
@@ -164,7 +164,6 @@ class ThinkSplitter:
         buf = self._buf
         end = len(buf)
         i = 0
-        finder: MarkerFinder | None = None
         while i < end:
             if self._leading:
                 i = self._lead(buf, i, final)
@@ -188,9 +187,7 @@ class ThinkSplitter:
                 if self._state is _State.HELD:
                     break
                 continue
-            if finder is None:
-                finder = MarkerFinder(buf, self._markers)
-            pos, marker = finder.find(i)
+            pos, marker = self._held_markers.find(buf, i)
             kind = Reasoning if state is _State.INSIDE else Content
             if pos < 0:
                 cut = end if final else end - self._held_markers.partial_len(buf, i)
@@ -209,7 +206,6 @@ class ThinkSplitter:
             if state is _State.INSIDE and self._hold_openers:
                 # Inside reasoning an opener may be a mention: decided by what closes first.
                 self._state = _State.HELD
-                finder = None  # the held scan looks for the close tag alone
                 i = pos
                 continue
             # The first tool-call opener: the rest of the output is content, verbatim.

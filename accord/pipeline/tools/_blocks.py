@@ -18,9 +18,9 @@ At ``finish`` a held partial marker is text, and an unterminated block is offere
 ``parse`` with ``closer=None`` (DSML keeps the complete calls of a cut-off section); by
 default its markup is released as text.
 
-Markers are found with a per-feed finder that remembers each marker's next occurrence, so a
-whole 1 MB output with thousands of calls is scanned in O(n), and a 4-character chunk costs
-a few ``str.find`` calls on a window no longer than the longest marker.
+Markers are found with one regex search for all of them (an alternation, longest first) that
+starts where the last marker ended, so a whole 1 MB output with thousands of calls is scanned in
+O(n); a chunk that can only be the start of a marker is held without a search at all.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import MarkerFinder, MarkerSet
+from accord.pipeline.holdback import MarkerSet
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
 
 _MAX_NAME = 512
-_SHORT = 256
 _NAME_CACHE = 256
 _GROUP = 64
 
@@ -277,21 +276,15 @@ class BlockToolParser:
         return out
 
     def _scan(self, buf: str, out: list[ParsedSegment]) -> None:
-        # Short buffers (a chunk plus a held partial marker) are searched directly; a long one
-        # (whole text) through the finder, which never searches the same stretch twice.
-        finder = MarkerFinder(buf, self._all) if len(buf) > _SHORT else None
+        # Each search starts where the last marker ended: no stretch is searched twice.
+        search = self._search
         start = 0  # where the text not yet emitted or collected begins
         i = 0
         while True:
-            if finder is not None:
-                pos, marker = finder.find(i)
-                if pos < 0:
-                    break
-            else:
-                m = self._search(buf, i)
-                if m is None:
-                    break
-                pos, marker = m.start(), m.group()
+            m = search(buf, i)
+            if m is None:
+                break
+            pos, marker = m.start(), m.group()
             i = pos + len(marker)
             opener = self._opener
             if opener is None:

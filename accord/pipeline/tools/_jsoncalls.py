@@ -48,7 +48,8 @@ whole text (SPEC P3).
 
 Every decision depends only on the text, never on where a chunk ended, so streaming gives
 the whole-text segments (SPEC P3). The parser walks each buffer by position and never
-copies what is left of it: markers are found with a :class:`MarkerFinder`, a call's chunks
+copies what is left of it: markers are found with one regex search from where the last one
+ended (:class:`MarkerSet`), a call's chunks
 are collected in a list and joined once, and a failed call that began in the same buffer is
 re-read by moving back to just after its opener. The only text looked at twice is a failed
 call's body.
@@ -67,7 +68,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from accord.pipeline._finder import MarkerFinder
 from accord.pipeline.holdback import MarkerSet, find_first
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
@@ -199,15 +199,12 @@ class JsonCallParser:
         self._continue(buf, pos)
 
     def _continue(self, buf: str, pos: int) -> None:
-        finder: MarkerFinder | None = None
         while True:
             n = len(buf)
             while pos < n:
                 mode = self._mode
                 if mode is _TEXT:
-                    if finder is None:
-                        finder = MarkerFinder(buf, self._text_markers)
-                    pos = self._scan_text(buf, pos, finder)
+                    pos = self._scan_text(buf, pos)
                 elif mode is _HEADER:
                     pos = self._scan_header(buf, pos)
                 elif mode is _PAYLOAD:
@@ -220,9 +217,8 @@ class JsonCallParser:
                 return
             buf, pos = self._switch
             self._switch = None
-            finder = None
 
-    def _scan_text(self, buf: str, pos: int, finder: MarkerFinder) -> int:
+    def _scan_text(self, buf: str, pos: int) -> int:
         if self._bare:
             m = (_NOT_SEP if self._after_call else _NOT_WS).search(buf, pos)
             if m is None:
@@ -234,7 +230,7 @@ class JsonCallParser:
                 self._open("", i)
                 return i
             self._bare = False
-        at, marker = finder.find(pos)
+        at, marker = self._text_set.find(buf, pos)
         if at < 0:
             n = len(buf)
             held = self._text_set.partial_len(buf, pos)
