@@ -49,10 +49,11 @@ whole text (SPEC P3).
 Every decision depends only on the text, never on where a chunk ended, so streaming gives
 the whole-text segments (SPEC P3). The parser walks each buffer by position and never
 copies what is left of it: markers are found with one regex search from where the last one
-ended (:class:`MarkerSet`), a call's chunks
-are collected in a list and joined once, and a failed call that began in the same buffer is
-re-read by moving back to just after its opener. The only text looked at twice is a failed
-call's body.
+ended (:class:`MarkerSet`), a call's chunks are collected in a list and joined once, and a
+failed call that began in the same buffer is re-read by moving back to just after its opener.
+The only text looked at twice is a failed call's body. A chunk that can only be part of a
+marker (or of the closer after a payload), and a chunk inside a string argument, is taken in
+without a scan.
 
 Kimi's section markers (``<|tool_calls_section_begin|>``, ``…_end|>``) are special tokens and
 are dropped wherever they stand. Other section markers (DeepSeek's ``<｜tool▁calls▁begin｜>``)
