@@ -94,14 +94,23 @@ def _q(sorted_values: list[float], q: float) -> float:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's CPU time from /proc")
 @pytest.mark.parametrize("worker_class", ["asyncio", "trio"])
 def test_streams_read_from_another_process(tmp_path: Path, worker_class: str) -> None:
-    print(f"\nserving from another process ({worker_class}, scripted engine, store none, {CHUNKS} chunks a stream)")
+    print(
+        f"\nserving from another process ({worker_class}, scripted engine, store none, {CHUNKS} chunks a stream)"
+    )
     for streams, delay in LOADS:
         rules = [{"output": "x" * (CHUNKS * 4), "chunk_chars": 4, "chunk_delay_s": delay}]
         run = tmp_path / f"{streams}"
         run.mkdir()
         port = free_port()
         args = [sys.executable, "-m", "accord.cli", "serve", "--engine", "scripted"]
-        args += ["--script", str(write_script(run, rules)), "--store", "none", "--data-dir", str(run / "data")]
+        args += [
+            "--script",
+            str(write_script(run, rules)),
+            "--store",
+            "none",
+            "--data-dir",
+            str(run / "data"),
+        ]
         args += ["--port", str(port), "--worker-class", worker_class, "--log-format", "json"]
         args += ["--max-active-requests", str(streams)]  # all of them at once (the default admits 64)
         base = f"http://127.0.0.1:{port}"
