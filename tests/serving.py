@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,27 @@ def running(settings: Settings, app: AccordApp | None = None) -> Iterator[Server
         thread.join(30)
         if errors:
             raise errors[0]
+
+
+async def read_gaps(
+    client: httpx.AsyncClient, gaps: list[float], on_event: Callable[[], object] | None = None
+) -> int:
+    """Stream one response to ``{"input": "go"}``, appending the time between consecutive SSE events
+    to ``gaps`` as the client sees them (``on_event`` after each); returns how many events came."""
+    count = 0
+    last = None
+    async with client.stream("POST", "/v1/responses", json={"input": "go", "stream": True}) as resp:
+        async for line in resp.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            now = time.perf_counter()
+            if last is not None:
+                gaps.append(now - last)
+            last = now
+            count += 1
+            if on_event is not None:
+                on_event()
+    return count
 
 
 def write_script(tmp: Path, rules: list[dict[str, Any]]) -> Path:

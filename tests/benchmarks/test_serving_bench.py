@@ -16,7 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.serving import running, scripted_settings, write_script
+from tests.serving import read_gaps, running, scripted_settings, write_script
 
 STREAMS = 64
 CHUNKS = 20
@@ -35,16 +35,8 @@ def test_sixty_four_concurrent_streams(tmp_path: Path, worker_class: str, store:
 
     async def one(client: httpx.AsyncClient) -> None:
         nonlocal events
-        async with client.stream("POST", "/v1/responses", json={"input": "go", "stream": True}) as resp:
-            last = None
-            async for line in resp.aiter_lines():
-                if not line.startswith("data: "):
-                    continue
-                now = time.perf_counter()
-                if last is not None:
-                    gaps.append(now - last)
-                last = now
-                events += 1
+        count = await read_gaps(client, gaps)  # read before adding: the streams run concurrently
+        events += count
 
     async def main(base: str, streams: int) -> None:
         nonlocal gaps, events

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.benchmarks.token_latency import serving
-from tests.serving import free_port, write_script
+from tests.serving import free_port, read_gaps, write_script
 
 CHUNKS = 20
 LOADS = ((64, 0.005), (256, 0.020))  # (streams, seconds between an engine's chunks)
@@ -63,16 +63,7 @@ async def _load(base: str, streams: int) -> tuple[list[float], list[list[float]]
     async def one(client: httpx.AsyncClient) -> None:
         gaps: list[float] = []
         per_stream.append(gaps)
-        async with client.stream("POST", "/v1/responses", json={"input": "go", "stream": True}) as resp:
-            assert resp.status_code == 200
-            last = None
-            async for line in resp.aiter_lines():
-                if not line.startswith("data: "):
-                    continue
-                now = time.perf_counter()
-                if last is not None:
-                    gaps.append(now - last)
-                last = now
+        await read_gaps(client, gaps)
 
     limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:

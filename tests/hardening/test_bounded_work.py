@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import anyio
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from tests.hardening.processes import Served
+from tests.serving import read_gaps
 
 STREAMS = 16
 
@@ -58,16 +58,7 @@ def test_many_part_body_leaves_other_streams_flowing(tmp_path: Path, protocol: s
         big: list[httpx.Response] = []
 
         async def stream(client: httpx.AsyncClient, ready: threading.Event) -> None:
-            last = None
-            async with client.stream("POST", "/v1/responses", json={"input": "go", "stream": True}) as r:
-                async for line in r.aiter_lines():
-                    if not line.startswith("data: "):
-                        continue
-                    now = time.perf_counter()
-                    if last is not None:
-                        gaps.append(now - last)
-                    last = now
-                    ready.set()
+            await read_gaps(client, gaps, ready.set)
 
         def send_big(ready: threading.Event) -> None:
             ready.wait(30)
