@@ -82,6 +82,16 @@ class MarkerSet:
         #: ``search(text, start)``: the match of the earliest marker (longest at a tie), or None.
         self.search = pattern.search
 
+    def held_whole(self, searched: Iterable[str] | None = None) -> frozenset[str]:
+        """The proper marker prefixes that hold no whole marker of ``searched`` (default: this set).
+
+        A chunk (with what was held before it) that is one of these is what a scan would find no
+        marker in and hold back entirely, so a parser may hold it without scanning. The filter
+        matters where one marker begins another.
+        """
+        whole = self.markers if searched is None else tuple(searched)
+        return frozenset(p for p in self.prefixes if not any(m in p for m in whole))
+
     def find(self, text: str, start: int = 0) -> tuple[int, str]:
         """What :func:`find_first` answers, in one regex search (a few times faster on a short text)."""
         match = self.search(text, start)

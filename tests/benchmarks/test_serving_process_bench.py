@@ -35,27 +35,6 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _server_pid(port: int) -> int:
-    """The pid of the process listening on ``port`` (the ``accord serve`` the benchmark started)."""
-    inode = None
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        parts = line.split()
-        if parts[1].endswith(f":{port:04X}") and parts[3] == "0A":  # 0A: LISTEN
-            inode = parts[9]
-            break
-    assert inode is not None, f"nothing listens on {port}"
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            for fd in (entry / "fd").iterdir():
-                if os.readlink(fd) == f"socket:[{inode}]":
-                    return int(entry.name)
-        except OSError:  # a process that ended or is not ours to read
-            continue
-    raise AssertionError(f"no process holds the socket listening on {port}")
-
-
 async def _load(base: str, streams: int) -> tuple[list[float], list[list[float]], float]:
     """Gaps (all, and per stream) and the wall time of ``streams`` concurrent streamed requests."""
     per_stream: list[list[float]] = []
@@ -105,11 +84,10 @@ def test_streams_read_from_another_process(tmp_path: Path, worker_class: str) ->
         args += ["--port", str(port), "--worker-class", worker_class, "--log-format", "json"]
         args += ["--max-active-requests", str(streams)]  # all of them at once (the default admits 64)
         base = f"http://127.0.0.1:{port}"
-        with serving(args, base + "/health", timeout=60):
-            pid = _server_pid(port)
-            cpu_before = _cpu_seconds(pid)
+        with serving(args, base + "/health", timeout=60) as server:
+            cpu_before = _cpu_seconds(server.pid)
             gaps, per_stream, wall = anyio.run(_load, base, streams)
-            cpu = _cpu_seconds(pid) - cpu_before
+            cpu = _cpu_seconds(server.pid) - cpu_before
         events = len(gaps) + len(per_stream)
         # Every event of every stream: created, in_progress, the deltas and the closing events.
         assert len(per_stream) == streams

@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def serving(args: list[str], health: str, *, timeout: float) -> Iterator[None]:
-    """``args`` run from the repository root until the block ends, once ``health`` answers 200."""
+def serving(args: list[str], health: str, *, timeout: float) -> Iterator[subprocess.Popen[bytes]]:
+    """``args`` run from the repository root until the block ends, once ``health`` answers 200;
+    yields the process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -42,7 +43,7 @@ def serving(args: list[str], health: str, *, timeout: float) -> Iterator[None]:
             time.sleep(0.05)  # polling another process's port: there is no event to wait on
         else:
             raise RuntimeError(f"{args} did not answer {health} within {timeout} s")
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:

@@ -12,7 +12,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accord.pipeline.tools._jsonscan import INVALID, MORE, JsonScanner
+from accord.pipeline.tools._jsonscan import AFTER_BACKSLASH, IN_STRING, INVALID, MORE, OUTSIDE, JsonScanner
 
 _OUTSIDE_OK = set(" \t\r\n,:0123456789+-.eEtrufalsn")
 
@@ -22,10 +22,10 @@ def _reference(text: str) -> int:
     return _read(text)[0]
 
 
-def _plain_after(text: str) -> bool:
-    """Whether ``text`` (which has not ended) leaves the reader in a string, not after a backslash."""
+def _state_after(text: str) -> int:
+    """Where ``text`` (which has not ended) leaves the reader: outside, in a string, after a backslash."""
     _, in_string, escape = _read(text)
-    return in_string and not escape
+    return AFTER_BACKSLASH if escape else IN_STRING if in_string else OUTSIDE
 
 
 def _read(text: str) -> tuple[int, bool, bool]:
@@ -60,7 +60,7 @@ def _scan(chunks: list[str]) -> tuple[int, int]:
         if result != MORE:
             return result, offset
         offset += len(chunk)
-        assert scanner.plain == _plain_after("".join(chunks)[:offset])
+        assert scanner.state == _state_after("".join(chunks)[:offset])
     return MORE, offset
 
 

@@ -152,23 +152,18 @@ class _Body:
     not a quarter of a million 4-character ones; each character is copied at most twice.
     """
 
-    __slots__ = ("_pieces", "recent")
+    __slots__ = ("_pieces", "_recent")
 
     def __init__(self) -> None:
         self._pieces: list[str] = []
-        #: The chunks since the last group; never replaced, so a caller may hold it and append
-        #: to it, calling :meth:`group` once it holds ``_GROUP`` chunks (what :meth:`add` does).
-        self.recent: list[str] = []
+        self._recent: list[str] = []
 
     def add(self, text: str) -> None:
-        recent = self.recent
+        recent = self._recent
         recent.append(text)
         if len(recent) >= _GROUP:
-            self.group()
-
-    def group(self) -> None:
-        self._pieces.append("".join(self.recent))
-        self.recent.clear()
+            self._pieces.append("".join(recent))
+            recent.clear()
 
     def tail(self, last: str, size: int) -> tuple[str, bool]:
         """The body's last ``size`` characters (with ``last`` appended) and whether that is all of it."""
@@ -177,7 +172,7 @@ class _Body:
         parts = [last]
         have = len(last)
         # Lazily, newest first: only the last few pieces are ever looked at.
-        for piece in itertools.chain(reversed(self.recent), reversed(self._pieces)):
+        for piece in itertools.chain(reversed(self._recent), reversed(self._pieces)):
             parts.append(piece)
             have += len(piece)
             if have >= size:
@@ -186,11 +181,10 @@ class _Body:
 
     def take(self, last: str) -> str:
         """The whole body with ``last`` appended; the collector is empty afterwards."""
-        if not self._pieces and not self.recent:
+        if not self._pieces and not self._recent:
             return last
-        body = "".join(self._pieces) + "".join(self.recent) + last
-        self._pieces.clear()
-        self.recent.clear()
+        body = "".join(self._pieces) + "".join(self._recent) + last
+        self._pieces, self._recent = [], []
         return body
 
 
@@ -210,15 +204,12 @@ class BlockToolParser:
         self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
         self._in_block = MarkerSet(self._all)
         self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
-        # Text that is part of a marker and holds no whole one (one marker may begin another):
-        # what a scan would hold back whole, outside a block and inside one.
-        self._hold_text = frozenset(p for p in self._in_text.prefixes if not any(m in p for m in self._all))
-        self._hold_block = frozenset(p for p in self._in_block.prefixes if not any(m in p for m in self._all))
+        # What a scan (which searches every marker) would hold back whole, outside a block and in one.
+        self._hold_text = self._in_text.held_whole(self._all)
+        self._hold_block = self._in_block.held_whole()
         self._search = self._in_block.search
         self._opener: str | None = None  # the open block's opener; None in TEXT
         self._parts = _Body()  # the open block's body so far
-        self._add_part = self._parts.add
-        self._recent = self._parts.recent  # most chunks of a block only grow it
         self._last_inner: str | None = None  # the last inner marker seen in the open block
         # A bare block just closed and nothing but whitespace followed: its trailer is dropped.
         self._after_bare = False
@@ -234,10 +225,7 @@ class BlockToolParser:
                 if self._after_bare and not text.isspace():
                     self._after_bare = False
                 return [Content(text=text)]
-            recent = self._recent
-            recent.append(text)
-            if len(recent) >= _GROUP:
-                self._parts.group()
+            self._parts.add(text)
             return []
         if held:
             buf = held + text
@@ -253,7 +241,7 @@ class BlockToolParser:
                 if k == 0:
                     return []
                 if self._opener is not None:
-                    self._add_part(text[:k])
+                    self._parts.add(text[:k])
                     return []
                 if self._after_bare and not text[:k].isspace():
                     self._after_bare = False

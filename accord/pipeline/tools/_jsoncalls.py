@@ -72,7 +72,7 @@ from collections.abc import Sequence
 from accord.pipeline.holdback import MarkerSet, find_first
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
-from accord.pipeline.tools._jsonscan import INVALID, MORE, JsonScanner, decode_at
+from accord.pipeline.tools._jsonscan import IN_STRING, INVALID, MORE, JsonScanner, decode_at
 from accord.pipeline.tools._jsonstate import Call, Mode, Payload, Tail, TextOut, skip_ws
 
 _TEXT, _HEADER, _PAYLOAD, _TAIL = Mode.TEXT, Mode.HEADER, Mode.PAYLOAD, Mode.TAIL
@@ -92,10 +92,7 @@ class JsonCallParser:
         self._text_markers = (*fmt.openers, *fmt.section_begins, *fmt.section_ends)
         self._text_set = MarkerSet(self._text_markers)
         self._lead = re.compile("[" + re.escape(self._text_set.firsts) + "]")
-        # Text that is part of a marker and holds no whole one (one marker may begin another).
-        self._held_whole = frozenset(
-            p for p in self._text_set.prefixes if not any(m in p for m in self._text_set.markers)
-        )
+        self._held_whole = self._text_set.held_whole()
         self._ends = (*fmt.closers, *fmt.soft_closers)
         self._end_max = max((len(m) for m in self._ends), default=1)
         self._hard = fmt.hard_closers
@@ -157,7 +154,7 @@ class JsonCallParser:
             # Most chunks of a call land here: one scanner step, no copies -- or none at all, for
             # a chunk of a string argument with no quote or backslash in it.
             scanner = self._scanner
-            if scanner.plain and '"' not in text and "\\" not in text:
+            if scanner.state == IN_STRING and '"' not in text and "\\" not in text:
                 self._pl.chunks.append(text)
                 return []
             e = scanner.feed(text)

@@ -38,52 +38,53 @@ def _skip_ws(text: str, i: int) -> int:
     return i
 
 
+#: :attr:`JsonScanner.state` values.
+OUTSIDE, IN_STRING, AFTER_BACKSLASH = 0, 1, 2
+
+
 class JsonScanner:
     """Finds the end of one JSON object or array fed in chunks, starting at its bracket.
 
-    ``plain`` is true inside a string and not right after a backslash: then a chunk with neither
-    a quote nor a backslash changes nothing, and a caller may take it in without calling
-    :meth:`feed` (most chunks of a long string argument).
+    ``state`` says where the text fed so far stopped: outside a string, inside one, or inside one
+    right after a backslash. At ``IN_STRING`` a chunk with neither a quote nor a backslash changes
+    nothing, so a caller may take it in without calling :meth:`feed` (most chunks of a long string
+    argument).
     """
 
-    __slots__ = ("_depth", "_escape", "_in_string", "plain")
+    __slots__ = ("_depth", "state")
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
         self._depth = 0
-        self._in_string = False
-        self._escape = False
-        self.plain = False
+        self.state = OUTSIDE
 
     def feed(self, text: str, start: int = 0) -> int:
         """Index in ``text`` just past the closing bracket, or :data:`MORE`, or :data:`INVALID`.
 
         Scanning starts at ``start``; everything before it has been fed already.
         """
-        in_string = self._in_string
-        if in_string and '"' not in text:
+        state = self.state
+        i, n = start, len(text)
+        if state != OUTSIDE and '"' not in text:
             # The common chunk of a string argument: no quote, so the string goes on, and only
             # whether it stops inside an escape matters -- an odd run of backslashes at its end.
-            if not self._escape and "\\" not in text:
+            if state == IN_STRING and "\\" not in text:
                 return MORE  # two scans in C
-            n = len(text)
-            i = start
-            if self._escape and i < n:
-                self._escape = False
+            if state == AFTER_BACKSLASH and i < n:
+                state = IN_STRING
                 i += 1  # the escaped character
             j = n
             while j > i and text[j - 1] == "\\":
                 j -= 1
-            if (n - j) % 2:
-                self._escape = True
-            self.plain = not self._escape
+            self.state = AFTER_BACKSLASH if (n - j) % 2 else state
             return MORE
         depth = self._depth
-        i, n = start, len(text)
-        if self._escape and i < n:
-            self._escape = False
+        in_string = state != OUTSIDE
+        escape = state == AFTER_BACKSLASH
+        if escape and i < n:
+            escape = False
             i += 1
         while i < n:
             if in_string:
@@ -97,7 +98,7 @@ class JsonScanner:
                 elif j + 1 < n:
                     i = j + 2
                 else:
-                    self._escape = True
+                    escape = True
                     break
             else:
                 m = _OUTSIDE.search(text, i)
@@ -112,13 +113,13 @@ class JsonScanner:
                 elif c == "}" or c == "]":
                     depth -= 1
                     if depth == 0:
-                        self._depth, self._in_string, self.plain = depth, False, False
+                        self._depth, self.state = depth, OUTSIDE
                         return j + 1
                 else:
                     return INVALID
                 i = j + 1
-        self._depth, self._in_string = depth, in_string
-        self.plain = in_string and not self._escape
+        self._depth = depth
+        self.state = AFTER_BACKSLASH if escape else IN_STRING if in_string else OUTSIDE
         return MORE
 
 
@@ -267,8 +268,11 @@ def arguments_text(member: tuple[Any, str] | None) -> str | None:
 
 
 __all__ = [
+    "AFTER_BACKSLASH",
     "INVALID",
+    "IN_STRING",
     "MORE",
+    "OUTSIDE",
     "UNDECODED",
     "JsonScanner",
     "arguments_text",
