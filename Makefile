@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml $(wildcard accord/kernels/csrc/*) | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0 || $(BIN)/pip install --quiet torch
 	# [dev] holds every extra: the embedded engine, PostgreSQL, trio workers, fuzzing.
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -51,6 +51,8 @@ class StepBatch:
     #: Rows whose logits are needed, in the order of ``sampled``.
     logit_rows: torch.Tensor
     sampled: list[Work]
+    #: [decode rows, n] int32: each decode row's cache blocks (zero-padded), for the C decode step.
+    decode_tables: torch.Tensor
 
 
 def _table(blocks: list[int], device: torch.device) -> Blocks:
@@ -118,6 +120,8 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
             sampled.append(w)
         groups.append(DecodeGroup(begin, len(ids), group_blocks, mask.to(device)))
         i = j
+    width = max((w.start // block_size + 1 for w in decodes), default=0)
+    tables = [(w.seq.blocks[: w.start // block_size + 1] + [0] * width)[:width] for w in decodes]
 
     def tensor(values: list[int]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int64, device=device)
@@ -131,4 +135,5 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
         groups=groups,
         logit_rows=tensor(logit_rows),
         sampled=sampled,
+        decode_tables=torch.tensor(tables, dtype=torch.int32).reshape(len(decodes), width),
     )

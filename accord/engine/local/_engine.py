@@ -28,6 +28,7 @@ from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.local._weights import build_weights
 from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint, split_stops
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
+from accord.kernels import decode
 from accord.kernels.linear import gemm_rows_vary
 from accord.kernels.sampling import SamplingRow
 
@@ -160,6 +161,7 @@ class LocalEngine:
             release_freed_memory(collect=True)
             if dev.type == "cpu":
                 torch.set_num_threads(compute_threads)
+                decode.set_threads(compute_threads)
                 if compute_threads > 1 and gemm_rows_vary():
                     log.warning(
                         "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "

@@ -1,14 +1,20 @@
 """The Llama forward pass over one step's batch of rows from many sequences.
 
-Activations stay float32 except where a kernel wants the compute dtype: the 4-bit decode matmul reads
-bf16 rows, and the KV cache and attention are bf16. Prompt rows multiply in float32 (see
+Two paths, chosen by a row's role. Prompt rows run here op by op in torch and multiply in float32 (see
 ``accord.kernels.linear``): on CPUs without native bf16 arithmetic the bf16 GEMM was both the slowest
 and the least precise step of the prompt, and its rounding was what moved near-tied first tokens.
+Decode rows run as one call into the C kernels (``accord.kernels.decode``) where the weights are blocks
+those kernels read; otherwise they run here too, through torch's 4-bit kernel with bf16 activations.
+The KV cache is bf16 on both paths.
+
 Every op is row-wise or works on one sequence's rows at a time, so a request's numbers do not depend on
-the other rows of the step.
+the other rows of the step: a step that holds both prompt and decode rows runs the two parts one after
+the other, each as it would run alone.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +23,9 @@ from accord.engine.local._batch import StepBatch
 from accord.engine.local._blocks import KVCache
 from accord.engine.local._gguf import LlamaConfig
 from accord.engine.local._weights import ModelWeights
+from accord.kernels import decode
 from accord.kernels.attention import decode_attention, prefill_attention, write_kv
+from accord.kernels.decode import DecodeLayer, DecodeModel, DecodeShape, PackedLinear
 from accord.kernels.linear import Linear
 from accord.kernels.norm import rms_norm
 from accord.kernels.rotary import RotaryTable, apply_rotary
@@ -46,9 +54,45 @@ class LlamaModel:
             freq_factors=weights.rope_freq_factors,
             device=weights.norm.device,
         )
+        self.decoder = _decoder(config, weights, cache, self.rotary)
 
     def forward(self, batch: StepBatch) -> torch.Tensor:
         """float32 logits [len(batch.logit_rows), vocab]."""
+        if self.decoder is None:
+            return self._refine(*self._torch_rows(batch))
+        prompt_rows = batch.dense_rows
+        parts = []
+        if prompt_rows:
+            sampled = int((batch.logit_rows < prompt_rows).sum())
+            prompt = dataclasses.replace(
+                batch,
+                token_ids=batch.token_ids[:prompt_rows],
+                positions=batch.positions[:prompt_rows],
+                slots=batch.slots[:prompt_rows],
+                groups=[],
+                logit_rows=batch.logit_rows[:sampled],
+            )
+            parts.append(self.decoder.logits(self._torch_hidden(prompt)))
+        if batch.groups:
+            parts.append(self._decode_rows(batch))
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+    def _decode_rows(self, batch: StepBatch) -> torch.Tensor:
+        """The decode rows (after the prompt rows) through the C step: their logits."""
+        assert self.decoder is not None
+        begin = batch.dense_rows
+        x = self.weights.embedding.lookup(batch.token_ids[begin:]).contiguous()
+        return self.decoder.step(x, batch.positions[begin:], batch.decode_tables)
+
+    def _torch_rows(self, batch: StepBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every row op by op: approximate logits and the final hidden state of ``batch.logit_rows``."""
+        last = self._torch_hidden(batch)
+        if batch.logit_rows.numel() == 0:
+            return last.new_empty(0, self.weights.head.out_features), last
+        return self.weights.head.matmul(last.to(self.dtype)).float(), last
+
+    def _torch_hidden(self, batch: StepBatch) -> torch.Tensor:
+        """Every row op by op: the final normalised hidden state of ``batch.logit_rows``."""
         cfg = self.config
         n = batch.token_ids.shape[0]
         heads, kv_heads, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
@@ -68,11 +112,7 @@ class LlamaModel:
             gate_up = _linear(h, layer.gate_up, batch.dense_rows, self.dtype)
             act = F.silu(gate_up[:, : cfg.n_ff]) * gate_up[:, cfg.n_ff :]
             x.add_(_linear(act, layer.down, batch.dense_rows, self.dtype))
-        if batch.logit_rows.numel() == 0:
-            return x.new_empty(0, self.weights.head.out_features)
-        last = rms_norm(x.index_select(0, batch.logit_rows), self.weights.norm, cfg.norm_eps)
-        logits = self.weights.head.matmul(last.to(self.dtype)).float()
-        return self._refine(logits, last)
+        return rms_norm(x.index_select(0, batch.logit_rows), self.weights.norm, cfg.norm_eps)
 
     def _refine(self, logits: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         """Recompute the top logits of each row in float32 from the stored output rows.
@@ -83,6 +123,8 @@ class LlamaModel:
         recomputed; the rest keep approximate logits, which moves little probability mass.
         """
         k = min(REFINE_TOP, logits.shape[1])
+        if logits.shape[0] == 0:
+            return logits
         top = logits.topk(k, dim=1).indices
         rows = self.weights.head_rows(top.reshape(-1)).view(top.shape[0], k, -1)
         exact = (rows * hidden[:, None, :]).sum(-1)
@@ -103,3 +145,33 @@ def _linear(x: torch.Tensor, weight: Linear, dense_rows: int, dtype: torch.dtype
     if dense_rows == x.shape[0]:
         return dense
     return torch.cat([dense, weight.matmul(x[dense_rows:].to(dtype)).float()])
+
+
+def _decoder(
+    config: LlamaConfig, weights: ModelWeights, cache: KVCache, rotary: RotaryTable
+) -> DecodeModel | None:
+    """The C decode step over these weights, where every matrix is one the kernels read (else None)."""
+    matrices = [m for layer in weights.layers for m in (layer.qkv, layer.out, layer.gate_up, layer.down)]
+    if not decode.available() or cache.data.device.type != "cpu" or cache.data.dtype != torch.bfloat16:
+        return None
+    if not all(isinstance(m, PackedLinear) for m in [*matrices, weights.head]):
+        return None
+    if config.head_dim % 16 or config.head_dim > 256 or config.n_embd % 32 or config.n_ff % 32:
+        return None
+    layers = [
+        DecodeLayer(
+            attn_norm=layer.attn_norm.float().contiguous(),
+            ffn_norm=layer.ffn_norm.float().contiguous(),
+            qkv=layer.qkv,  # type: ignore[arg-type]
+            out=layer.out,  # type: ignore[arg-type]
+            gate_up=layer.gate_up,  # type: ignore[arg-type]
+            down=layer.down,  # type: ignore[arg-type]
+        )
+        for layer in weights.layers
+    ]
+    shape = DecodeShape(
+        config.n_heads, config.n_kv_heads, config.head_dim, config.n_ff, config.norm_eps, REFINE_TOP
+    )
+    head = weights.head
+    assert isinstance(head, PackedLinear)
+    return DecodeModel(shape, layers, weights.norm.float().contiguous(), head, rotary.rotations, cache.data)

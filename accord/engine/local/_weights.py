@@ -1,8 +1,10 @@
 """Turning raw GGUF tensors into the weights the forward pass multiplies by.
 
-On CPU, 4-bit matrices stay 4-bit (``Int4Linear``); everything else becomes a dense matrix in the
-compute dtype. Projections that read the same input are concatenated -- Q, K and V into one matrix, gate
-and up into another -- so each layer does three matmuls instead of seven.
+On CPU, Q4_0, Q4_1 and Q8_0 matrices keep their bytes, rearranged for the C decode kernels
+(``PackedLinear``), or, where those kernels are not built, 4-bit ones go to torch's int4 kernel (``Int4Linear``);
+everything else becomes a dense matrix in the compute dtype. Projections that read the same input are
+concatenated -- Q, K and V into one matrix, gate and up into another -- so each layer does three matmuls
+instead of seven.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import torch
 
 from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
 from accord.engine.local._heap import release_freed_memory
-from accord.kernels import cuda
+from accord.kernels import cuda, decode
+from accord.kernels.decode import PackedLinear
 from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
 from accord.kernels.quant import Int4Blocks, QuantKind, dequantize, quantize_int4, split_int4
 
@@ -45,13 +48,17 @@ class ModelWeights:
 
 
 class Embedding:
-    """Token embeddings kept as stored (quantised rows are dequantised when looked up)."""
+    """Token embeddings kept as stored (quantised rows are dequantised when looked up), or packed for
+    the C kernels, which then also read the table as the tied output projection."""
 
-    def __init__(self, raw: torch.Tensor, kind: QuantKind | str) -> None:
+    def __init__(self, raw: torch.Tensor, kind: QuantKind | str, packed: PackedLinear | None = None) -> None:
         self.raw = raw
         self.kind = kind
+        self.packed = packed
 
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None:
+            return self.packed.rows_of(ids)
         rows = self.raw.index_select(0, ids)
         if isinstance(self.kind, QuantKind):
             return dequantize(rows, self.kind)
@@ -70,11 +77,16 @@ def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(array).to(device)
 
 
-def _embedding(raw: RawTensor, device: torch.device, dtype: torch.dtype) -> Embedding:
-    """A table looked up by row: stored rows where they can be dequantised per lookup, else dense."""
+def _embedding(raw: RawTensor, device: torch.device, dtype: torch.dtype, packed: bool) -> Embedding:
+    """A table looked up by row: stored rows where they can be dequantised per lookup, else dense;
+    packed where ``packed`` and the C kernels read its kind (the stored rows are then not kept)."""
     if raw.kind == "OTHER":
         return Embedding(_dense(raw, device).to(dtype), "DENSE")
-    return Embedding(_tensor(raw, device).reshape(raw.shape[0], -1), raw.kind)
+    stored = _tensor(raw, device).reshape(raw.shape[0], -1)
+    if packed and device.type == "cpu" and isinstance(raw.kind, QuantKind) and decode.supports(raw.kind):
+        table = PackedLinear(stored, raw.kind)
+        return Embedding(stored[:0], raw.kind, table)
+    return Embedding(stored, raw.kind)
 
 
 def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
@@ -96,7 +108,11 @@ def make_linear(
     """One matrix made of ``parts`` stacked by rows (4-bit where ``quantized`` and the device allows)."""
     kinds = {p.kind for p in parts}
     kind = next(iter(kinds))
-    if quantized and len(kinds) == 1 and kind in (QuantKind.Q4_0, QuantKind.Q4_1) and device.type == "cpu":
+    cpu_blocks = quantized and len(kinds) == 1 and device.type == "cpu" and isinstance(kind, QuantKind)
+    if cpu_blocks and decode.supports(kind):
+        assert isinstance(kind, QuantKind)
+        return PackedLinear(torch.cat([_tensor(p, device) for p in parts]), kind)
+    if cpu_blocks and kind in (QuantKind.Q4_0, QuantKind.Q4_1):
         assert isinstance(kind, QuantKind)
         raw = torch.cat([_tensor(p, device) for p in parts])
         return Int4Linear(split_int4(raw, kind, dtype))
@@ -141,10 +157,10 @@ def build_weights(
         model.drop_resident_pages()
     factors = tensors.get("rope_freqs.weight")
     embd = get("token_embd.weight")
-    embedding = _embedding(embd, device, dtype)
+    embedding = _embedding(embd, device, dtype, quantized)
     output = tensors.get("output.weight")
     # Without an output matrix the model reuses the embedding table, whose stored rows are exact.
-    rows = embedding if output is None else _embedding(output, device, dtype)
+    rows = embedding if output is None else _embedding(output, device, dtype, quantized)
     return ModelWeights(
         embedding=embedding,
         layers=layers,
@@ -163,9 +179,12 @@ def _head(
     It only has to rank the vocabulary well enough that the true best tokens are among the leaders,
     whose logits the model then recomputes from the exact stored rows (``LlamaModel._refine``). At 4
     bits the projection reads a quarter of what bf16 would, and it is the largest matrix of a small model.
+    Where the C kernels read the stored kind, the projection is the stored table itself.
     """
     if device.type != "cpu" or not quantized:
         return make_linear([raw], device, dtype, quantized=False)
+    if rows.packed is not None:
+        return rows.packed  # the lookup table itself: no second copy
     parts: list[Linear] = []
     for begin in range(0, raw.shape[0], HEAD_CHUNK_ROWS):
         ids = torch.arange(begin, min(begin + HEAD_CHUNK_ROWS, raw.shape[0]))

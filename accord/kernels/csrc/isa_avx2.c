@@ -1,0 +1,89 @@
+/* The decode kernels for CPUs with AVX2, FMA and F16C (Haswell and Zen on). */
+#include <immintrin.h>
+
+#include "common.h"
+
+#define TARGET __attribute__((target("avx2,fma,f16c")))
+#define NAME(x) x##_avx2
+#define TILE 4
+#define ALWAYS static inline __attribute__((always_inline)) TARGET
+
+ALWAYS __m256i broadcast4(const int8_t *x) {
+    int32_t v;
+    memcpy(&v, x, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Eight rows of a group (half h) against mt activation rows.
+ *
+ * Four-bit weights: maddubs multiplies unsigned weights by signed activations and adds pairs into 16
+ * bits; a block's eight runs are summed in 16 bits (at most 8 * 2 * 15 * 127 = 30480, no overflow) and
+ * widened once. Q8_0's weights are signed, so each run moves their sign onto the activations
+ * (|w| * sign(x, w)) and is widened on its own (a pair may reach 2 * 128 * 127). */
+ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts *a, int m0, const int mt, int h,
+                      float *res) {
+    size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[TILE];
+    for (int t = 0; t < mt; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = group + b * gb, *runs = blk + sb + h * 32;
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + h * 16)));
+        __m256 m = kind == KIND_Q4_1 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 2 * GROUP + h * 16)))
+                   : kind == KIND_Q4_0 ? _mm256_mul_ps(d, _mm256_set1_ps(-8.0f))
+                                       : _mm256_setzero_ps();
+        __m256i w[8];
+        if (kind == KIND_Q8_0) {
+            for (int k = 0; k < 8; k++) w[k] = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
+        } else {
+            for (int k = 0; k < 4; k++) {
+                __m256i raw = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
+                w[k] = _mm256_and_si256(raw, low);
+                w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+            }
+        }
+        for (int t = 0; t < mt; t++) {
+            int row = m0 + t;
+            const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
+            __m256i sum;
+            if (kind == KIND_Q8_0) {
+                sum = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) {
+                    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(broadcast4(x + 4 * k), w[k]));
+                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
+                }
+            } else {
+                __m256i p = _mm256_maddubs_epi16(w[0], broadcast4(x));
+                for (int k = 1; k < 8; k++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[k], broadcast4(x + 4 * k)));
+                sum = _mm256_madd_epi16(p, ones);
+            }
+            __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a->d[(size_t)row * nb + b]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);
+            acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(a->s[(size_t)row * nb + b]), acc[t]);
+        }
+    }
+    for (int t = 0; t < mt; t++) _mm256_storeu_ps(res + t * GROUP + h * 8, acc[t]);
+}
+
+#define DOTS_FOR(KIND)                                                         \
+    switch (mt) {                                                              \
+        case 1: half_dots(group, KIND, nb, a, m0, 1, h, res); break;          \
+        case 2: half_dots(group, KIND, nb, a, m0, 2, h, res); break;          \
+        case 3: half_dots(group, KIND, nb, a, m0, 3, h, res); break;          \
+        default: half_dots(group, KIND, nb, a, m0, 4, h, res); break;         \
+    }
+
+/* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
+static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
+    for (int h = 0; h < 2; h++) {
+        if (kind == KIND_Q4_0) {
+            DOTS_FOR(KIND_Q4_0)
+        } else if (kind == KIND_Q4_1) {
+            DOTS_FOR(KIND_Q4_1)
+        } else {
+            DOTS_FOR(KIND_Q8_0)
+        }
+    }
+}
+
+#include "forward.h"

@@ -1,0 +1,79 @@
+/* The decode kernels for CPUs with AVX-512 and its 8-bit dot product (VNNI: Ice Lake, Sapphire Rapids,
+ * Zen 4 on). */
+#include <immintrin.h>
+
+#include "common.h"
+
+#define TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define NAME(x) x##_avx512
+#define TILE 4
+#define ALWAYS static inline __attribute__((always_inline)) TARGET
+
+ALWAYS __m512i broadcast4(const int8_t *x) {
+    int32_t v;
+    memcpy(&v, x, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* The 16 rows of a group against mt activation rows: vpdpbusd adds four unsigned-by-signed byte
+ * products of every row straight into its 32-bit lane. Q8_0's signed weights are made unsigned by
+ * adding 128 (w ^ 0x80), which adds 128 * sum(x) to a block's sum; its offset term, -128 * d * s,
+ * takes that away again, as Q4_0's takes away the 8 its nibbles are stored above zero. */
+ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, int m0, const int mt, float *res) {
+    size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
+    const __m512i low = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char)0x80);
+    __m512 acc[TILE];
+    for (int t = 0; t < mt; t++) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = group + b * gb, *runs = blk + sb;
+        __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+        __m512 m = kind == KIND_Q4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 2 * GROUP)))
+                   : kind == KIND_Q4_0 ? _mm512_mul_ps(d, _mm512_set1_ps(-8.0f))
+                                       : _mm512_mul_ps(d, _mm512_set1_ps(-128.0f));
+        __m512i w[8];
+        if (kind == KIND_Q8_0) {
+            for (int k = 0; k < 8; k++) w[k] = _mm512_xor_si512(_mm512_loadu_si512(runs + k * GROUP * 4), bias);
+        } else {
+            for (int k = 0; k < 4; k++) {
+                __m512i raw = _mm512_loadu_si512(runs + k * GROUP * 4);
+                w[k] = _mm512_and_si512(raw, low);
+                w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+            }
+        }
+        for (int t = 0; t < mt; t++) {
+            int row = m0 + t;
+            const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
+            __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], broadcast4(x));
+            for (int k = 1; k < 8; k++) sum = _mm512_dpbusd_epi32(sum, w[k], broadcast4(x + 4 * k));
+            __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(a->d[(size_t)row * nb + b]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[t]);
+            acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->s[(size_t)row * nb + b]), acc[t]);
+        }
+    }
+    for (int t = 0; t < mt; t++) _mm512_storeu_ps(res + t * GROUP, acc[t]);
+}
+
+#define DOTS_FOR(KIND)                                               \
+    switch (mt) {                                                    \
+        case 1: dots(group, KIND, nb, a, m0, 1, res); break;         \
+        case 2: dots(group, KIND, nb, a, m0, 2, res); break;         \
+        case 3: dots(group, KIND, nb, a, m0, 3, res); break;         \
+        case 4: dots(group, KIND, nb, a, m0, 4, res); break;         \
+        case 5: dots(group, KIND, nb, a, m0, 5, res); break;         \
+        case 6: dots(group, KIND, nb, a, m0, 6, res); break;         \
+        case 7: dots(group, KIND, nb, a, m0, 7, res); break;         \
+        default: dots(group, KIND, nb, a, m0, 8, res); break;        \
+    }
+
+/* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
+static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
+    if (kind == KIND_Q4_0) {
+        DOTS_FOR(KIND_Q4_0)
+    } else if (kind == KIND_Q4_1) {
+        DOTS_FOR(KIND_Q4_1)
+    } else {
+        DOTS_FOR(KIND_Q8_0)
+    }
+}
+
+#include "forward.h"

@@ -1,0 +1,46 @@
+/* The decode kernels for any x86-64 CPU (SSE2), and the reference the faster ones are tested against. */
+#include "common.h"
+
+#define TARGET
+#define NAME(x) x##_generic
+#define TILE 4
+
+/* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
+static void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
+    size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
+    for (int j = 0; j < mt * GROUP; j++) res[j] = 0.0f;
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = group + b * gb, *runs = blk + sb;
+        float d[GROUP], m[GROUP];
+        for (int i = 0; i < GROUP; i++) {
+            d[i] = half_to_float(read_u16(blk + 2 * i));
+            m[i] = kind == KIND_Q4_1 ? half_to_float(read_u16(blk + 2 * GROUP + 2 * i))
+                   : kind == KIND_Q4_0 ? -8.0f * d[i]
+                                       : 0.0f;
+        }
+        for (int t = 0; t < mt; t++) {
+            int row = m0 + t;
+            const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
+            float da = a->d[(size_t)row * nb + b], sa = a->s[(size_t)row * nb + b];
+            for (int i = 0; i < GROUP; i++) {
+                int32_t sum = 0;
+                if (kind == KIND_Q8_0) {
+                    for (int k = 0; k < 8; k++) {
+                        const int8_t *w = (const int8_t *)(runs + k * GROUP * 4 + 4 * i);
+                        for (int j = 0; j < 4; j++) sum += w[j] * x[4 * k + j];
+                    }
+                } else {
+                    for (int k = 0; k < 4; k++) {
+                        const uint8_t *w = runs + k * GROUP * 4 + 4 * i;
+                        for (int j = 0; j < 4; j++) sum += (w[j] & 0x0F) * x[4 * k + j] + (w[j] >> 4) * x[16 + 4 * k + j];
+                    }
+                }
+                float *acc = res + t * GROUP + i;
+                *acc = *acc + (float)sum * (d[i] * da);
+                *acc = *acc + m[i] * sa;
+            }
+        }
+    }
+}
+
+#include "forward.h"

@@ -1,0 +1,383 @@
+/* accord.kernels._decode: the Python face of the decode kernels.
+ *
+ * Every buffer is passed as an address (a torch tensor's data_ptr()) with its sizes; the Python side
+ * owns the memory and keeps it alive for as long as a model built on it exists. The GIL is released
+ * while the kernels run, so the server's threads keep going during a step.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+
+#include "model.h"
+#include "pack.h"
+#include "pool.h"
+
+enum { ISA_GENERIC = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+
+static const isa_ops *ops_for(long isa) {
+    switch (isa) {
+        case ISA_AVX512: return &ops_avx512;
+        case ISA_AVX2: return &ops_avx2;
+        default: return &ops_generic;
+    }
+}
+
+/* The instruction sets this CPU can run, as the integers the other calls take. */
+static PyObject *cpu_isas(PyObject *self, PyObject *unused) {
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512vnni");
+    if (avx512) return Py_BuildValue("(iii)", ISA_GENERIC, ISA_AVX2, ISA_AVX512);
+    if (avx2) return Py_BuildValue("(ii)", ISA_GENERIC, ISA_AVX2);
+    return Py_BuildValue("(i)", ISA_GENERIC);
+}
+
+static PyObject *set_threads(PyObject *self, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(pool_set_threads((int)n));
+}
+
+static PyObject *threads(PyObject *self, PyObject *unused) { return PyLong_FromLong(pool_threads()); }
+
+static int grow(void **buf, size_t bytes) {
+    void *p = realloc(*buf, bytes ? bytes : 1);
+    if (!p) return -1;
+    *buf = p;
+    return 0;
+}
+
+/* Reads `n` integers of a sequence into `out` (addresses and sizes alike). */
+static int read_ints(PyObject *seq, long long *out, Py_ssize_t n, const char *what) {
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast) return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd values", what, n);
+        Py_DECREF(fast);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int check_matrix(const qmatrix *w, const char *what) {
+    if (w->kind < KIND_Q4_0 || w->kind > KIND_Q8_0 || w->cols % QBLOCK || w->rows <= 0) {
+        PyErr_Format(PyExc_ValueError, "%s: unsupported matrix (kind %d, %d x %d)", what, w->kind, w->rows, w->cols);
+        return -1;
+    }
+    return 0;
+}
+
+static qmatrix matrix_of(const long long *v) {
+    /* address, kind, rows, cols */
+    qmatrix w = {(const uint8_t *)(intptr_t)v[0], (int)v[1], (int)v[2], (int)v[3]};
+    return w;
+}
+
+/* -- the model -------------------------------------------------------------------------------- */
+
+typedef struct {
+    model m;
+    long isa;
+} handle;
+
+static void free_model(PyObject *capsule) {
+    handle *h = PyCapsule_GetPointer(capsule, "accord.decode.model");
+    if (!h) return;
+    free(h->m.layers);
+    free(h->m.aq);
+    free(h->m.ad);
+    free(h->m.as);
+    free(h->m.qkv);
+    free(h->m.attn);
+    free(h->m.gu);
+    free(h->m.hidden);
+    free(h->m.scores);
+    free(h);
+}
+
+/* model_new(isa, config, layers, head, out_norm, rope, max_pos, kv, n_blocks, block_size)
+ *   config: (n_layers, dim, n_heads, n_kv_heads, head_dim, n_ff, eps, refine_top)
+ *   layers: per layer (attn_norm, ffn_norm, then address, kind, rows, cols of qkv, out, gate_up, down)
+ *   head:   (address, kind, rows, cols) */
+static PyObject *model_new(PyObject *self, PyObject *args) {
+    long isa;
+    int n_layers, dim, n_heads, n_kv_heads, head_dim, n_ff, refine_top, max_pos, n_blocks, block_size;
+    double eps;
+    PyObject *layers, *head;
+    unsigned long long out_norm, rope, kv;
+    if (!PyArg_ParseTuple(args, "l(iiiiiidi)OOKKiKii", &isa, &n_layers, &dim, &n_heads, &n_kv_heads, &head_dim,
+                          &n_ff, &eps, &refine_top, &layers, &head, &out_norm, &rope, &max_pos, &kv, &n_blocks,
+                          &block_size)) {
+        return NULL;
+    }
+    if (n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads || head_dim % 16 ||
+        head_dim > MAX_HEAD_DIM || dim % QBLOCK || n_ff % QBLOCK || (n_heads * head_dim) % QBLOCK) {
+        PyErr_SetString(PyExc_ValueError, "model shape not supported by the decode kernels");
+        return NULL;
+    }
+    handle *h = calloc(1, sizeof *h);
+    if (!h) return PyErr_NoMemory();
+    h->isa = isa;
+    model *m = &h->m;
+    m->n_layers = n_layers;
+    m->dim = dim;
+    m->n_heads = n_heads;
+    m->n_kv_heads = n_kv_heads;
+    m->head_dim = head_dim;
+    m->n_ff = n_ff;
+    m->eps = (float)eps;
+    m->refine_top = refine_top < 1 ? 1 : refine_top;
+    m->out_norm = (const float *)(intptr_t)out_norm;
+    m->rope = (const float *)(intptr_t)rope;
+    m->max_pos = max_pos;
+    m->kv = (uint16_t *)(intptr_t)kv;
+    m->n_blocks = n_blocks;
+    m->block_size = block_size;
+    PyObject *capsule = PyCapsule_New(h, "accord.decode.model", free_model);
+    if (!capsule) {
+        free(h);
+        return NULL;
+    }
+    m->layers = calloc((size_t)n_layers, sizeof(layer));
+    long long values[18];
+    if (!m->layers) {
+        Py_DECREF(capsule);
+        return PyErr_NoMemory();
+    }
+    if (read_ints(head, values, 4, "head") < 0) goto fail;
+    m->head = matrix_of(values);
+    if (check_matrix(&m->head, "head") < 0 || m->head.cols != dim) goto fail;
+    PyObject *fast = PySequence_Fast(layers, "layers");
+    if (!fast) goto fail;
+    if (PySequence_Fast_GET_SIZE(fast) != n_layers) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "layers: one entry per layer expected");
+        goto fail;
+    }
+    int adim = n_heads * head_dim, qkv_rows = adim + 2 * n_kv_heads * head_dim;
+    for (int i = 0; i < n_layers; i++) {
+        if (read_ints(PySequence_Fast_GET_ITEM(fast, i), values, 18, "layer") < 0) {
+            Py_DECREF(fast);
+            goto fail;
+        }
+        layer *L = &m->layers[i];
+        L->attn_norm = (const float *)(intptr_t)values[0];
+        L->ffn_norm = (const float *)(intptr_t)values[1];
+        L->qkv = matrix_of(values + 2);
+        L->out = matrix_of(values + 6);
+        L->gate_up = matrix_of(values + 10);
+        L->down = matrix_of(values + 14);
+        if (check_matrix(&L->qkv, "qkv") < 0 || check_matrix(&L->out, "out") < 0 ||
+            check_matrix(&L->gate_up, "gate_up") < 0 || check_matrix(&L->down, "down") < 0) {
+            Py_DECREF(fast);
+            goto fail;
+        }
+        if (L->qkv.rows != qkv_rows || L->qkv.cols != dim || L->out.rows != dim || L->out.cols != adim ||
+            L->gate_up.rows != 2 * n_ff || L->gate_up.cols != dim || L->down.rows != dim || L->down.cols != n_ff) {
+            Py_DECREF(fast);
+            PyErr_Format(PyExc_ValueError, "layer %d: matrix shapes do not match the model", i);
+            goto fail;
+        }
+    }
+    Py_DECREF(fast);
+    return capsule;
+fail:
+    Py_DECREF(capsule);
+    return NULL;
+}
+
+/* Grows the model's scratch to hold `rows` rows and `nth` threads' attention scores. */
+static int reserve(model *m, int rows, int nth) {
+    if (rows <= m->cap_rows && nth <= m->cap_threads) return 0;
+    int r = rows > m->cap_rows ? rows : m->cap_rows, t = nth > m->cap_threads ? nth : m->cap_threads;
+    int widest = m->dim > m->n_ff ? m->dim : m->n_ff;
+    if (m->n_heads * m->head_dim > widest) widest = m->n_heads * m->head_dim;
+    int qkv_rows = m->layers[0].qkv.rows;
+    size_t nr = (size_t)r;
+    if (grow((void **)&m->aq, nr * widest) || grow((void **)&m->ad, nr * (widest / QBLOCK) * sizeof(float)) ||
+        grow((void **)&m->as, nr * (widest / QBLOCK) * sizeof(float)) ||
+        grow((void **)&m->qkv, nr * qkv_rows * sizeof(float)) ||
+        grow((void **)&m->attn, nr * m->n_heads * m->head_dim * sizeof(float)) ||
+        grow((void **)&m->gu, nr * 2 * m->n_ff * sizeof(float)) ||
+        grow((void **)&m->hidden, nr * m->dim * sizeof(float)) ||
+        grow((void **)&m->scores, (size_t)t * m->max_pos * sizeof(float))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    m->cap_rows = r;
+    m->cap_threads = t;
+    return 0;
+}
+
+static int args_to_addresses(PyObject *const *args, Py_ssize_t n, long long *out) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[i]);
+        if (out[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* decode(model, rows, x, positions, tables, table_stride, logits) */
+static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "decode takes 7 arguments");
+        return NULL;
+    }
+    handle *h = PyCapsule_GetPointer(args[0], "accord.decode.model");
+    if (!h) return NULL;
+    long long v[6];
+    if (args_to_addresses(args + 1, 6, v) < 0) return NULL;
+    step s = {&h->m, (int)v[0], (float *)(intptr_t)v[1], (const int32_t *)(intptr_t)v[2],
+              (const int32_t *)(intptr_t)v[3], (int)v[4], (float *)(intptr_t)v[5]};
+    if (s.rows <= 0) Py_RETURN_NONE;
+    if (reserve(&h->m, s.rows, pool_threads()) < 0) return NULL;
+    const isa_ops *ops = ops_for(h->isa);
+    Py_BEGIN_ALLOW_THREADS
+    pool_run(ops->step, &s);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* logits(model, rows, hidden, logits) */
+static PyObject *logits_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "logits takes 4 arguments");
+        return NULL;
+    }
+    handle *h = PyCapsule_GetPointer(args[0], "accord.decode.model");
+    if (!h) return NULL;
+    long long v[3];
+    if (args_to_addresses(args + 1, 3, v) < 0) return NULL;
+    head_job job = {&h->m, (int)v[0], (const float *)(intptr_t)v[1], (float *)(intptr_t)v[2]};
+    if (job.rows <= 0) Py_RETURN_NONE;
+    if (reserve(&h->m, job.rows, pool_threads()) < 0) return NULL;
+    const isa_ops *ops = ops_for(h->isa);
+    Py_BEGIN_ALLOW_THREADS
+    pool_run(ops->logits, &job);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* packed_size(kind, rows, cols) */
+static PyObject *packed_size_call(PyObject *self, PyObject *args) {
+    int kind, rows, cols;
+    if (!PyArg_ParseTuple(args, "iii", &kind, &rows, &cols)) return NULL;
+    qmatrix w = {NULL, kind, rows, cols};
+    if (check_matrix(&w, "matrix") < 0) return NULL;
+    return PyLong_FromSize_t(packed_size(kind, rows, cols));
+}
+
+/* pack(kind, raw, rows, cols, out): GGML blocks -> the packed layout */
+static PyObject *pack_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long v[5];
+    if (nargs != 5 || args_to_addresses(args, 5, v) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "pack takes 5 arguments");
+        return NULL;
+    }
+    qmatrix w = {NULL, (int)v[0], (int)v[2], (int)v[3]};
+    if (check_matrix(&w, "matrix") < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pack_matrix((const uint8_t *)(intptr_t)v[1], w.kind, w.rows, w.cols, (uint8_t *)(intptr_t)v[4]);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* unpack(kind, packed, rows, cols, out): every row as float32, on the team */
+static PyObject *unpack_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long v[5];
+    if (nargs != 5 || args_to_addresses(args, 5, v) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "unpack takes 5 arguments");
+        return NULL;
+    }
+    qmatrix w = {(const uint8_t *)(intptr_t)v[1], (int)v[0], (int)v[2], (int)v[3]};
+    if (check_matrix(&w, "matrix") < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    unpack_matrix(&w, (float *)(intptr_t)v[4]);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* gather(kind, packed, rows, cols, ids, n, out): rows ids[0..n) (int64) as float32, on this thread */
+static PyObject *gather_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long v[7];
+    if (nargs != 7 || args_to_addresses(args, 7, v) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "gather takes 7 arguments");
+        return NULL;
+    }
+    qmatrix w = {(const uint8_t *)(intptr_t)v[1], (int)v[0], (int)v[2], (int)v[3]};
+    if (check_matrix(&w, "matrix") < 0) return NULL;
+    const int64_t *ids = (const int64_t *)(intptr_t)v[4];
+    float *out = (float *)(intptr_t)v[6];
+    for (long long i = 0; i < v[5]; i++) {
+        if (ids[i] < 0 || ids[i] >= w.rows) {
+            PyErr_Format(PyExc_IndexError, "row %lld out of range for %d rows", (long long)ids[i], w.rows);
+            return NULL;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (long long i = 0; i < v[5]; i++) unpack_row(&w, (int)ids[i], out + i * w.cols);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* product(isa, address, kind, rows, cols, x, m, out): out[m][rows] = x[m][cols] . w[rows][cols] */
+static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "product takes 8 arguments");
+        return NULL;
+    }
+    long long v[8];
+    if (args_to_addresses(args, 8, v) < 0) return NULL;
+    long long mv[4] = {v[1], v[2], v[3], v[4]};
+    qmatrix w = matrix_of(mv);
+    if (check_matrix(&w, "matrix") < 0) return NULL;
+    int rows = (int)v[6];
+    if (rows <= 0) Py_RETURN_NONE;
+    size_t nb = (size_t)(w.cols / QBLOCK);
+    void *q = malloc((size_t)rows * w.cols), *d = malloc((size_t)rows * nb * sizeof(float));
+    void *s = malloc((size_t)rows * nb * sizeof(float));
+    if (!q || !d || !s) {
+        free(q);
+        free(d);
+        free(s);
+        return PyErr_NoMemory();
+    }
+    product p = {&w, rows, (const float *)(intptr_t)v[5], (float *)(intptr_t)v[7], {q, d, s, w.cols}};
+    const isa_ops *ops = ops_for(v[0]);
+    Py_BEGIN_ALLOW_THREADS
+    pool_run(ops->product, &p);
+    Py_END_ALLOW_THREADS
+    free(q);
+    free(d);
+    free(s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"cpu_isas", cpu_isas, METH_NOARGS, "The instruction sets this CPU runs: 0 baseline, 1 AVX2, 2 AVX-512 VNNI."},
+    {"set_threads", set_threads, METH_O, "Set the size of the kernels' thread team; returns it."},
+    {"threads", threads, METH_NOARGS, "The size of the kernels' thread team."},
+    {"model_new", model_new, METH_VARARGS, "Build a model over weights, cache and rotary table by address."},
+    {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL, "Run one decode step."},
+    {"logits", (PyCFunction)(void (*)(void))logits_call, METH_FASTCALL, "Project hidden rows, leaders refined."},
+    {"packed_size", packed_size_call, METH_VARARGS, "Bytes of a matrix in the packed layout."},
+    {"pack", (PyCFunction)(void (*)(void))pack_call, METH_FASTCALL, "GGML blocks -> the packed layout."},
+    {"unpack", (PyCFunction)(void (*)(void))unpack_call, METH_FASTCALL, "A packed matrix as float32."},
+    {"gather", (PyCFunction)(void (*)(void))gather_call, METH_FASTCALL, "Rows of a packed matrix as float32."},
+    {"product", (PyCFunction)(void (*)(void))product_call, METH_FASTCALL, "Multiply rows by a block matrix."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_decode", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__decode(void) { return PyModule_Create(&module); }

@@ -1,0 +1,235 @@
+"""Decode steps in C: a whole Llama step per call, over weights kept as GGML blocks.
+
+Why. A decode step of a small model is some two thousand small ops; run one torch call at a time, the
+interpreter and the dispatch between them cost more than the arithmetic (a SmolLM2-135M token took
+~30 ms on two cores against llama.cpp's ~9). The C step (``csrc/``) runs every layer in one call on a
+team of threads that meet at barriers between phases, multiplies 8-bit activations by the 4- and 8-bit
+blocks as the file stores them (one integer dot product per 32 weights, as llama.cpp does), and releases
+the GIL while it runs.
+
+Which instruction set: the best this CPU has -- AVX-512 with VNNI, AVX2, or the x86-64 baseline --
+limited the way torch's own kernels are by ``ATEN_CPU_CAPABILITY`` (``default``, ``avx2``, ``avx512``),
+so every path can be run and tested on one machine. The extension is optional: where it was not built
+(no C compiler at install), :func:`available` is False and the engine runs its torch path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+import torch
+
+from accord.kernels.quant import QuantKind
+
+
+def _extension() -> ModuleType | None:
+    try:
+        from accord.kernels import _decode
+    except ImportError:
+        return None
+    return _decode
+
+
+_EXT = _extension()
+ISA_NAMES = {0: "x86-64", 1: "avx2", 2: "avx512-vnni"}
+_CAPABILITY_LIMIT = {"default": 0, "avx2": 1, "avx512": 2}
+KIND_CODES = {QuantKind.Q4_0: 0, QuantKind.Q4_1: 1, QuantKind.Q8_0: 2}
+
+
+def available() -> bool:
+    """Whether the C kernels were built into this install."""
+    return _EXT is not None
+
+
+def instruction_set() -> int:
+    """The instruction set the kernels use in this process (a key of ``ISA_NAMES``)."""
+    if _EXT is None:
+        raise RuntimeError("the decode kernels are not built in this install")
+    have = max(_EXT.cpu_isas())
+    limit = _CAPABILITY_LIMIT.get(os.environ.get("ATEN_CPU_CAPABILITY", "").lower(), have)
+    return int(min(have, limit))
+
+
+def set_threads(n: int) -> int:
+    """Size of the kernels' thread team (the calling thread included); returns the size set."""
+    if _EXT is None:
+        return 1
+    return int(_EXT.set_threads(n))
+
+
+def supports(kind: QuantKind | str) -> bool:
+    return available() and kind in KIND_CODES
+
+
+class PackedLinear:
+    """A Q4_0, Q4_1 or Q8_0 matrix in the kernels' packed layout (``csrc/common.h``: rows in groups of
+    16, the same bytes as the GGML blocks, rearranged so one vector load covers 16 rows).
+
+    ``matmul`` multiplies through the C kernels (8-bit activations, as a decode step does); ``dense``
+    and ``rows`` give float32 weights exactly as ggml defines the blocks.
+    """
+
+    def __init__(self, raw: torch.Tensor, kind: QuantKind) -> None:
+        """``raw``: the matrix's GGML blocks, CPU uint8 [rows, row_bytes]."""
+        assert _EXT is not None
+        if not supports(kind):
+            raise ValueError(f"no block kernel for {kind}")
+        if raw.dtype != torch.uint8 or raw.dim() != 2 or raw.device.type != "cpu":
+            raise ValueError("expected CPU uint8 blocks [rows, row_bytes]")
+        raw = raw.contiguous()
+        self.kind = kind
+        self.rows = int(raw.shape[0])
+        self.cols = int(raw.shape[1]) // kind.block_bytes * 32
+        code = KIND_CODES[kind]
+        self.packed = torch.empty(_EXT.packed_size(code, self.rows, self.cols), dtype=torch.uint8)
+        _EXT.pack(code, raw.data_ptr(), self.rows, self.cols, self.packed.data_ptr())
+
+    @property
+    def out_features(self) -> int:
+        return self.rows
+
+    def describe(self) -> tuple[int, int, int, int]:
+        """(address, kind code, rows, cols): what the C side reads the matrix by."""
+        return (self.packed.data_ptr(), KIND_CODES[self.kind], self.rows, self.cols)
+
+    def matmul(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 ``x @ W.T`` with ``x`` quantised to 8 bits per block of 32, as in a decode step."""
+        assert _EXT is not None
+        x = x.to(torch.float32).contiguous()
+        out = torch.empty(x.shape[0], self.rows, dtype=torch.float32)
+        _EXT.product(instruction_set(), *self.describe(), x.data_ptr(), x.shape[0], out.data_ptr())
+        return out
+
+    def dense(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        assert _EXT is not None
+        out = torch.empty(self.rows, self.cols, dtype=torch.float32)
+        _EXT.unpack(KIND_CODES[self.kind], self.packed.data_ptr(), self.rows, self.cols, out.data_ptr())
+        return out if dtype is None or dtype == torch.float32 else out.to(dtype)
+
+    def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
+        """float32 rows ``ids`` [n] (a table lookup)."""
+        assert _EXT is not None
+        ids = ids.to(torch.int64).contiguous()
+        out = torch.empty(ids.shape[0], self.cols, dtype=torch.float32)
+        code = KIND_CODES[self.kind]
+        _EXT.gather(
+            code, self.packed.data_ptr(), self.rows, self.cols, ids.data_ptr(), ids.shape[0], out.data_ptr()
+        )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeLayer:
+    attn_norm: torch.Tensor
+    ffn_norm: torch.Tensor
+    qkv: PackedLinear
+    out: PackedLinear
+    gate_up: PackedLinear
+    down: PackedLinear
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeShape:
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    n_ff: int
+    eps: float
+    #: How many of each row's leading logits are recomputed exactly from the stored rows.
+    refine_top: int
+
+
+class DecodeModel:
+    """One C model over the engine's own tensors: weights, final norm, rotary table and KV cache.
+
+    It reads them in place, so it holds references to all of them for as long as it lives. ``cache`` is
+    bf16 ``[layers, 2, kv_heads, blocks, block_size, head_dim]`` and ``rotations`` the complex64
+    ``[positions, head_dim / 2]`` table of :class:`~accord.kernels.rotary.RotaryTable`.
+    """
+
+    def __init__(
+        self,
+        shape: DecodeShape,
+        layers: list[DecodeLayer],
+        out_norm: torch.Tensor,
+        head: PackedLinear,
+        rotations: torch.Tensor,
+        cache: torch.Tensor,
+    ) -> None:
+        assert _EXT is not None
+        if cache.dtype != torch.bfloat16 or not cache.is_contiguous():
+            raise ValueError("the decode kernels read a contiguous bf16 cache")
+        if rotations.dtype != torch.complex64 or not rotations.is_contiguous():
+            raise ValueError("the decode kernels read a contiguous complex64 rotary table")
+        self._keep = (layers, out_norm, head, rotations, cache)
+        self.dim = int(out_norm.shape[0])
+        self.vocab = head.rows
+        self.isa = instruction_set()
+        config = (
+            *(len(layers), self.dim, shape.n_heads, shape.n_kv_heads, shape.head_dim, shape.n_ff),
+            *(shape.eps, shape.refine_top),
+        )
+        described = [
+            (
+                _vector(layer.attn_norm),
+                _vector(layer.ffn_norm),
+                *layer.qkv.describe(),
+                *layer.out.describe(),
+                *layer.gate_up.describe(),
+                *layer.down.describe(),
+            )
+            for layer in layers
+        ]
+        self._handle = _EXT.model_new(
+            self.isa,
+            config,
+            described,
+            head.describe(),
+            _vector(out_norm),
+            rotations.data_ptr(),
+            int(rotations.shape[0]),
+            cache.data_ptr(),
+            int(cache.shape[3]),
+            int(cache.shape[4]),
+        )
+
+    def step(self, x: torch.Tensor, positions: torch.Tensor, tables: torch.Tensor) -> torch.Tensor:
+        """Run every layer for ``x`` [M, dim] float32 (the tokens' embeddings), each row a token at
+        ``positions`` [M] of the sequence whose cache blocks are ``tables`` [M, T] (int32). Writes the
+        rows' keys and values into the cache; returns logits [M, vocab] with each row's leaders exact.
+
+        ``x`` is used as scratch (it holds the residual stream when the call returns).
+        """
+        assert _EXT is not None
+        rows = int(x.shape[0])
+        if x.dtype != torch.float32 or not x.is_contiguous() or x.shape[1] != self.dim:
+            raise ValueError("x must be contiguous float32 [rows, dim]")
+        positions = positions.to(torch.int32).contiguous()
+        tables = tables.to(torch.int32).contiguous()
+        logits = torch.empty(rows, self.vocab, dtype=torch.float32)
+        _EXT.decode(
+            self._handle,
+            rows,
+            x.data_ptr(),
+            positions.data_ptr(),
+            tables.data_ptr(),
+            int(tables.shape[1]),
+            logits.data_ptr(),
+        )
+        return logits
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits [M, vocab] of final hidden states [M, dim] (normalised), each row's leaders exact."""
+        assert _EXT is not None
+        hidden = hidden.to(torch.float32).contiguous()
+        out = torch.empty(hidden.shape[0], self.vocab, dtype=torch.float32)
+        _EXT.logits(self._handle, int(hidden.shape[0]), hidden.data_ptr(), out.data_ptr())
+        return out
+
+
+def _vector(t: torch.Tensor) -> int:
+    if t.dtype != torch.float32 or not t.is_contiguous():
+        raise ValueError("norm weights must be contiguous float32")
+    return t.data_ptr()
