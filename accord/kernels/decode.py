@@ -52,6 +52,13 @@ def instruction_set() -> int:
     return int(min(have, limit))
 
 
+def _checked(isa: int) -> int:
+    assert _EXT is not None
+    if isa not in _EXT.cpu_isas():
+        raise ValueError(f"this CPU cannot run {ISA_NAMES.get(isa, isa)}")
+    return isa
+
+
 def set_threads(n: int) -> int:
     """Size of the kernels' thread team (the calling thread included); returns the size set."""
     if _EXT is None:
@@ -94,12 +101,14 @@ class PackedLinear:
         """(address, kind code, rows, cols): what the C side reads the matrix by."""
         return (self.packed.data_ptr(), KIND_CODES[self.kind], self.rows, self.cols)
 
-    def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        """float32 ``x @ W.T`` with ``x`` quantised to 8 bits per block of 32, as in a decode step."""
+    def matmul(self, x: torch.Tensor, isa: int | None = None) -> torch.Tensor:
+        """float32 ``x @ W.T`` with ``x`` quantised to 8 bits per block of 32, as in a decode step
+        (``isa``: an instruction set of ``ISA_NAMES`` the CPU has; default: this process's)."""
         assert _EXT is not None
         x = x.to(torch.float32).contiguous()
         out = torch.empty(x.shape[0], self.rows, dtype=torch.float32)
-        _EXT.product(instruction_set(), *self.describe(), x.data_ptr(), x.shape[0], out.data_ptr())
+        chosen = instruction_set() if isa is None else _checked(isa)
+        _EXT.product(chosen, *self.describe(), x.data_ptr(), x.shape[0], out.data_ptr())
         return out
 
     def dense(self, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -157,6 +166,7 @@ class DecodeModel:
         head: PackedLinear,
         rotations: torch.Tensor,
         cache: torch.Tensor,
+        isa: int | None = None,
     ) -> None:
         assert _EXT is not None
         if cache.dtype != torch.bfloat16 or not cache.is_contiguous():
@@ -166,7 +176,7 @@ class DecodeModel:
         self._keep = (layers, out_norm, head, rotations, cache)
         self.dim = int(out_norm.shape[0])
         self.vocab = head.rows
-        self.isa = instruction_set()
+        self.isa = instruction_set() if isa is None else _checked(isa)
         config = (
             *(len(layers), self.dim, shape.n_heads, shape.n_kv_heads, shape.head_dim, shape.n_ff),
             *(shape.eps, shape.refine_top),

