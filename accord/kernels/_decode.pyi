@@ -8,7 +8,9 @@ def packed_size(kind: int, rows: int, cols: int, /) -> int: ...
 def pack(kind: int, raw: int, rows: int, cols: int, out: int, /) -> None: ...
 def unpack(kind: int, packed: int, rows: int, cols: int, out: int, /) -> None: ...
 def gather(kind: int, packed: int, rows: int, cols: int, ids: int, n: int, out: int, /) -> None: ...
-def product(isa: int, packed: int, kind: int, rows: int, cols: int, x: int, m: int, out: int, /) -> None: ...
+def product(
+    isa: int, packed: int, kind: int, rows: int, cols: int, x: int, m: int, out: int, precise: int, /
+) -> None: ...
 def model_new(
     isa: int,
     config: tuple[int, int, int, int, int, int, float, int],
@@ -22,7 +24,18 @@ def model_new(
     block_size: int,
     /,
 ) -> Any: ...
-def decode(
-    model: Any, rows: int, x: int, positions: int, tables: int, table_stride: int, logits: int, /
+def step(
+    model: Any,
+    precise: int,
+    rows: int,
+    x: int,
+    positions: int,
+    tables: int,
+    table_stride: int,
+    row_tables: int,
+    logit_rows: int,
+    n_logits: int,
+    logits: int,
+    /,
 ) -> None: ...
 def logits(model: Any, rows: int, hidden: int, out: int, /) -> None: ...

@@ -101,14 +101,15 @@ class PackedLinear:
         """(address, kind code, rows, cols): what the C side reads the matrix by."""
         return (self.packed.data_ptr(), KIND_CODES[self.kind], self.rows, self.cols)
 
-    def matmul(self, x: torch.Tensor, isa: int | None = None) -> torch.Tensor:
-        """float32 ``x @ W.T`` with ``x`` quantised to 8 bits per block of 32, as in a decode step
-        (``isa``: an instruction set of ``ISA_NAMES`` the CPU has; default: this process's)."""
+    def matmul(self, x: torch.Tensor, isa: int | None = None, *, precise: bool = False) -> torch.Tensor:
+        """float32 ``x @ W.T``: with ``x`` quantised to 8 bits per block of 32, as a decode step does, or
+        (``precise``) in float32 against the exact weights, as a prompt step does. ``isa``: an
+        instruction set of ``ISA_NAMES`` the CPU has (default: this process's)."""
         assert _EXT is not None
         x = x.to(torch.float32).contiguous()
         out = torch.empty(x.shape[0], self.rows, dtype=torch.float32)
         chosen = instruction_set() if isa is None else _checked(isa)
-        _EXT.product(chosen, *self.describe(), x.data_ptr(), x.shape[0], out.data_ptr())
+        _EXT.product(chosen, *self.describe(), x.data_ptr(), x.shape[0], out.data_ptr(), int(precise))
         return out
 
     def dense(self, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -205,11 +206,23 @@ class DecodeModel:
             int(cache.shape[4]),
         )
 
-    def step(self, x: torch.Tensor, positions: torch.Tensor, tables: torch.Tensor) -> torch.Tensor:
-        """Run every layer for ``x`` [M, dim] float32 (the tokens' embeddings), each row a token at
-        ``positions`` [M] of the sequence whose cache blocks are ``tables`` [M, T] (int32). Writes the
-        rows' keys and values into the cache; returns logits [M, vocab] with each row's leaders exact.
+    def step(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        tables: torch.Tensor,
+        row_tables: torch.Tensor,
+        logit_rows: torch.Tensor,
+        *,
+        precise: bool,
+    ) -> torch.Tensor:
+        """Run every layer for ``x`` [M, dim] float32 (the tokens' embeddings): row ``i`` is the token at
+        ``positions[i]`` of the sequence whose cache blocks are ``tables[row_tables[i]]`` (int32, in
+        order). Every row's key and value go into the cache first, then each row attends over its
+        sequence up to its own position, so the rows of one prompt chunk may share a step. ``precise``:
+        float32 activations (prompt rows) rather than 8-bit ones (decode rows).
 
+        Returns the logits [len(logit_rows), vocab] of the rows ``logit_rows``, each row's leaders exact.
         ``x`` is used as scratch (it holds the residual stream when the call returns).
         """
         assert _EXT is not None
@@ -218,14 +231,24 @@ class DecodeModel:
             raise ValueError("x must be contiguous float32 [rows, dim]")
         positions = positions.to(torch.int32).contiguous()
         tables = tables.to(torch.int32).contiguous()
-        logits = torch.empty(rows, self.vocab, dtype=torch.float32)
-        _EXT.decode(
+        row_tables = row_tables.to(torch.int32).contiguous()
+        if row_tables.shape[0] != rows or positions.shape[0] != rows:
+            raise ValueError("one position and one table per row")
+        if rows and (int(row_tables.min()) < 0 or int(row_tables.max()) >= tables.shape[0]):
+            raise IndexError("a row's table is out of range")
+        logit_rows = logit_rows.to(torch.int32).contiguous()
+        logits = torch.empty(logit_rows.shape[0], self.vocab, dtype=torch.float32)
+        _EXT.step(
             self._handle,
+            int(precise),
             rows,
             x.data_ptr(),
             positions.data_ptr(),
             tables.data_ptr(),
             int(tables.shape[1]),
+            row_tables.data_ptr(),
+            logit_rows.data_ptr(),
+            int(logit_rows.shape[0]),
             logits.data_ptr(),
         )
         return logits

@@ -109,6 +109,22 @@ def test_a_product_is_the_float_product_within_what_8_bit_activations_allow(
     assert ((got.double() - want).abs() <= activation_bound(x, w).double()).all()
 
 
+@ISAS
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_a_precise_product_is_the_float_product_of_the_exact_weights(isa: int, kind: QuantKind) -> None:
+    """Prompt rows: float32 activations against ggml's own weight values, one rounding per multiply-add."""
+    raw = blocks(kind, 40, 320, seed=9)
+    packed = PackedLinear(raw, kind)
+    w = dequantize(raw, kind)
+    x = torch.randn(7, 320, generator=torch.Generator().manual_seed(4))
+    got = packed.matmul(x, isa=isa, precise=True)
+    want = x.double() @ w.double().T
+    bound = 320 * 2**-23 * (x.abs().double() @ w.abs().double().T)
+    assert ((got.double() - want).abs() <= bound).all()
+    alone = packed.matmul(x[3:4], isa=isa, precise=True)
+    assert torch.equal(alone[0], got[3])
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 def test_every_instruction_set_gives_the_baseline_s_numbers(kind: QuantKind) -> None:
     """Integer sums are exact on every path; only the order of float additions differs."""
@@ -224,10 +240,14 @@ def test_a_decode_step_is_the_same_for_a_row_alone_and_in_a_batch(tiny_model: Pa
     ids = torch.tensor([5, 17, 900, 3, 4000, 64, 12])
     x = weights.embedding.lookup(ids)  # type: ignore[attr-defined]
     saved = cache.clone()
-    batch = step.step(x.clone(), positions, tables.int())
+    every = torch.arange(7)
+    batch = step.step(x.clone(), positions, tables, every, every, precise=False)
     for i in range(7):
         cache.copy_(saved)
-        alone = step.step(x[i : i + 1].clone(), positions[i : i + 1], tables[i : i + 1].int())
+        one = torch.tensor([0])
+        alone = step.step(
+            x[i : i + 1].clone(), positions[i : i + 1], tables[i : i + 1], one, one, precise=False
+        )
         assert torch.equal(alone[0], batch[i]), i
 
 
@@ -243,3 +263,40 @@ def test_the_leading_logits_are_exact_float32_dots(tiny_model: Path, isa: int) -
         logits.gather(1, leaders).double(), exact.gather(1, leaders), rtol=0, atol=1e-4
     )
     assert (logits.argmax(-1) == exact.argmax(-1)).all()
+
+
+@ISAS
+def test_a_prompt_gives_the_same_numbers_whole_in_chunks_and_beside_another(
+    tiny_model: Path, isa: int
+) -> None:
+    """Prompt rows are chunk- and batch-invariant: the cache they leave and the logits of their last row
+    are the same bits whether the prompt runs in one step, in two, or beside another prompt's rows."""
+    step, cache, weights = decoder(tiny_model, isa)
+    ids = torch.randint(0, 4000, (40,), generator=torch.Generator().manual_seed(2))
+    other = torch.randint(0, 4000, (23,), generator=torch.Generator().manual_seed(3))
+    x, y = weights.embedding.lookup(ids), weights.embedding.lookup(other)  # type: ignore[attr-defined]
+    tables = torch.tensor([[5, 9, 2], [7, 1, 3]])
+    mine, theirs = torch.zeros(40, dtype=torch.int64), torch.ones(23, dtype=torch.int64)
+    cache.zero_()
+    whole = step.step(x.clone(), torch.arange(40), tables, mine, torch.tensor([39]), precise=True)
+    after_whole = cache.clone()
+
+    cache.zero_()
+    step.step(x[:16].clone(), torch.arange(16), tables, mine[:16], torch.tensor([15]), precise=True)
+    chunked = step.step(
+        x[16:].clone(), torch.arange(16, 40), tables, mine[16:], torch.tensor([23]), precise=True
+    )
+    assert torch.equal(chunked, whole)
+    assert torch.equal(cache, after_whole)
+
+    cache.zero_()
+    both = step.step(
+        torch.cat([y, x]),
+        torch.cat([torch.arange(23), torch.arange(40)]),
+        tables,
+        torch.cat([theirs, mine]),
+        torch.tensor([62]),
+        precise=True,
+    )
+    assert torch.equal(both, whole)
+    assert torch.equal(cache[:, :, :, [5, 9, 2]], after_whole[:, :, :, [5, 9, 2]])

@@ -51,8 +51,10 @@ class StepBatch:
     #: Rows whose logits are needed, in the order of ``sampled``.
     logit_rows: torch.Tensor
     sampled: list[Work]
-    #: [decode rows, n] int32: each decode row's cache blocks (zero-padded), for the C decode step.
-    decode_tables: torch.Tensor
+    #: For the C step: [spans + decode rows, n] int32, each prompt span's cache blocks, then each decode
+    #: row's (zero-padded); and [rows] int32, the table each row reads.
+    tables: torch.Tensor
+    row_tables: torch.Tensor
 
 
 def _table(blocks: list[int], device: torch.device) -> Blocks:
@@ -81,13 +83,17 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
     spans: list[PromptSpan] = []
     logit_rows: list[int] = []
     sampled: list[Work] = []
+    tables: list[list[int]] = []
+    row_tables: list[int] = []
     for w in prompts:
         begin = len(ids)
         ids.extend(w.seq.tokens[w.start : w.start + w.length])
         positions.extend(range(w.start, w.start + w.length))
         slots.extend(_slots(w.seq.blocks, w.start, w.start + w.length, block_size))
-        table = _table(w.seq.blocks[: -(-(w.start + w.length) // block_size)], device)
-        spans.append(PromptSpan(begin, len(ids), w.start, table))
+        span_blocks = w.seq.blocks[: -(-(w.start + w.length) // block_size)]
+        spans.append(PromptSpan(begin, len(ids), w.start, _table(span_blocks, device)))
+        row_tables.extend([len(tables)] * w.length)
+        tables.append(span_blocks)
         if w.samples:
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
@@ -113,6 +119,8 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
         past = torch.arange(n_blocks * block_size)[None, :] > last[:, None]
         mask = torch.zeros(past.shape, dtype=dtype).masked_fill_(past, float("-inf"))
         for w in members:
+            row_tables.append(len(tables))
+            tables.append(w.seq.blocks[:n_blocks])
             ids.append(w.seq.tokens[w.start])
             positions.append(w.start)
             slots.extend(_slots(w.seq.blocks, w.start, w.start + 1, block_size))
@@ -120,8 +128,7 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
             sampled.append(w)
         groups.append(DecodeGroup(begin, len(ids), group_blocks, mask.to(device)))
         i = j
-    width = max((w.start // block_size + 1 for w in decodes), default=0)
-    tables = [(w.seq.blocks[: w.start // block_size + 1] + [0] * width)[:width] for w in decodes]
+    width = max(map(len, tables), default=0)
 
     def tensor(values: list[int]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int64, device=device)
@@ -135,5 +142,8 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
         groups=groups,
         logit_rows=tensor(logit_rows),
         sampled=sampled,
-        decode_tables=torch.tensor(tables, dtype=torch.int32).reshape(len(decodes), width),
+        tables=torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32).reshape(
+            -1, width
+        ),
+        row_tables=torch.tensor(row_tables, dtype=torch.int32),
     )

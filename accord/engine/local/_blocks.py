@@ -126,7 +126,11 @@ class BlockPool:
 
 
 class KVCache:
-    """Keys and values of every layer: ``layer(i)`` is [2, kv_heads, blocks, block_size, head_dim]."""
+    """Keys and values of every layer: ``layer(i)`` is [2, kv_heads, blocks, block_size, head_dim].
+
+    Where the C step runs the model it alone reads and writes the cache, and it stores each block's
+    keys transposed ([head_dim, block_size]; see ``accord/kernels/csrc/forward.h``).
+    """
 
     def __init__(
         self,

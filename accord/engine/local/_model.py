@@ -14,8 +14,6 @@ the other, each as it would run alone.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 import torch.nn.functional as F
 
@@ -55,34 +53,34 @@ class LlamaModel:
             device=weights.norm.device,
         )
         self.decoder = _decoder(config, weights, cache, self.rotary)
+        self.threads = torch.get_num_threads()
 
     def forward(self, batch: StepBatch) -> torch.Tensor:
         """float32 logits [len(batch.logit_rows), vocab]."""
         if self.decoder is None:
             return self._refine(*self._torch_rows(batch))
-        prompt_rows = batch.dense_rows
+        prompt_rows, rows = batch.dense_rows, batch.token_ids.shape[0]
+        # A step of decode rows only leaves torch just small ops (the lookup, sampling): on one thread,
+        # so torch's OpenMP team is not woken to spin on the cores the decode kernels' team runs on.
+        torch.set_num_threads(self.threads if prompt_rows else 1)
         parts = []
         if prompt_rows:
-            sampled = int((batch.logit_rows < prompt_rows).sum())
-            prompt = dataclasses.replace(
-                batch,
-                token_ids=batch.token_ids[:prompt_rows],
-                positions=batch.positions[:prompt_rows],
-                slots=batch.slots[:prompt_rows],
-                groups=[],
-                logit_rows=batch.logit_rows[:sampled],
-            )
-            parts.append(self.decoder.logits(self._torch_hidden(prompt)))
-        if batch.groups:
-            parts.append(self._decode_rows(batch))
+            sampled = batch.logit_rows[batch.logit_rows < prompt_rows]
+            parts.append(self._native(batch, 0, prompt_rows, sampled, precise=True))
+        if rows > prompt_rows:
+            every = torch.arange(prompt_rows, rows, dtype=torch.int32)
+            parts.append(self._native(batch, prompt_rows, rows, every, precise=False))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
-    def _decode_rows(self, batch: StepBatch) -> torch.Tensor:
-        """The decode rows (after the prompt rows) through the C step: their logits."""
+    def _native(
+        self, batch: StepBatch, begin: int, end: int, logit_rows: torch.Tensor, *, precise: bool
+    ) -> torch.Tensor:
+        """Rows ``begin:end`` (all prompt rows or all decode rows) through the C step: the logits of
+        ``logit_rows`` (counted from ``begin``)."""
         assert self.decoder is not None
-        begin = batch.dense_rows
-        x = self.weights.embedding.lookup(batch.token_ids[begin:]).contiguous()
-        return self.decoder.step(x, batch.positions[begin:], batch.decode_tables)
+        x = self.weights.embedding.lookup(batch.token_ids[begin:end]).contiguous()
+        positions, row_tables = batch.positions[begin:end], batch.row_tables[begin:end]
+        return self.decoder.step(x, positions, batch.tables, row_tables, logit_rows - begin, precise=precise)
 
     def _torch_rows(self, batch: StepBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Every row op by op: approximate logits and the final hidden state of ``batch.logit_rows``."""
@@ -157,6 +155,8 @@ def _decoder(
     if not all(isinstance(m, PackedLinear) for m in [*matrices, weights.head]):
         return None
     if config.head_dim % 16 or config.head_dim > 256 or config.n_embd % 32 or config.n_ff % 32:
+        return None
+    if cache.block_size != 16:  # a block's keys are one vector of 16 positions per dimension there
         return None
     layers = [
         DecodeLayer(

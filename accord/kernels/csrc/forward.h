@@ -6,131 +6,31 @@
  *   TILE          how many activation rows group_dots() takes at once
  *   group_dots()  the dot products of one group of GROUP weight rows with up to TILE activation rows
  *
- * Strategy. The weights are read once per step in the packed layout (common.h): each group of rows is
- * multiplied with every activation row of the step while it is in cache. Activations are quantised to
- * 8 bits per block of 32 (as llama.cpp does), so a block's dot product is integer arithmetic; the
- * block's scales are applied in float. Everything else -- norms, rotary embedding, attention over the
- * paged cache, SiLU -- runs in float32 on the portable vector type `vf`.
+ *   group_float_dots()  the same in float32 against a group unpacked to float32
  *
- * Batch invariance: a row's numbers never depend on the other rows of the step or on how many threads
- * share it. Each output value is computed by one thread, through the same sequence of operations
- * whatever the tile holds, and attention reads only the row's own sequence.
+ * Strategy. The weights are read once per step in the packed layout (common.h): each group of rows is
+ * multiplied with every activation row of the step while it is in cache. Two kinds of step:
+ *   - decode rows: activations are quantised to 8 bits per block of 32 (as llama.cpp does), so a
+ *     block's dot product is integer arithmetic and the block's scales are applied in float;
+ *   - prompt rows ("precise"): activations stay float32 and each group is unpacked to float32 --
+ *     exactly ggml's values -- once per step, then multiplied with every row. A prompt's keys and
+ *     values are what every later token attends to, so they get the more precise product.
+ * Everything else -- norms, rotary embedding, attention over the paged cache, SiLU -- runs in float32
+ * on the portable vector type `vf`. A prompt row attends like a decode row, over positions 0..pos of
+ * its sequence, after every row of the step has stored its key and value.
+ *
+ * Batch invariance: a row's numbers never depend on the other rows of the step, on how a prompt was
+ * cut into chunks, or on how many threads share the step. Each output value is computed by one thread,
+ * through the same sequence of operations whatever the tile holds, and attention reads only the row's
+ * own sequence.
  */
-#include <math.h>
-
 #include "model.h"
 #include "pack.h"
 #include "pool.h"
 
-#define INLINE static inline __attribute__((always_inline)) TARGET
-
-typedef float vf __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-typedef uint32_t vu __attribute__((vector_size(64)));
-typedef uint16_t vh __attribute__((vector_size(32)));
-typedef float vf8 __attribute__((vector_size(32)));
-typedef float vf4 __attribute__((vector_size(16)));
-#define LANES 16
-
-INLINE vf vload(const float *p) {
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-INLINE void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
-
-INLINE vf vsplat(float x) {
-    vf v = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
-    return v;
-}
-
-INLINE vf vbf16(const uint16_t *p) {
-    vh h;
-    memcpy(&h, p, sizeof h);
-    vu bits = __builtin_convertvector(h, vu) << 16;
-    vf v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
-INLINE vf vselect(vi mask, vf a, vf b) {
-    vi ai, bi;
-    memcpy(&ai, &a, sizeof ai);
-    memcpy(&bi, &b, sizeof bi);
-    vi r = (ai & mask) | (bi & ~mask);
-    vf out;
-    memcpy(&out, &r, sizeof out);
-    return out;
-}
-
-INLINE vf vmax(vf a, vf b) { return vselect(a > b, a, b); }
-INLINE vf vmin(vf a, vf b) { return vselect(a < b, a, b); }
-
-INLINE vf vabs(vf a) {
-    vi bits;
-    memcpy(&bits, &a, sizeof bits);
-    bits &= 0x7FFFFFFF;
-    vf out;
-    memcpy(&out, &bits, sizeof out);
-    return out;
-}
-
-/* Round to nearest, ties to even, for |x| < 2^22: adding and taking away 1.5 * 2^23 leaves no
- * fraction bits. */
-INLINE vf vround(vf x) { return (x + 12582912.0f) - 12582912.0f; }
-
-/* The sum of the lanes, halving the vector each time. */
-#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
-INLINE float vsum(vf v) {
-    vf8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    vf4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-    return (b[0] + b[2]) + (b[1] + b[3]);
-}
-#else
-INLINE float vsum(vf v) {
-    vf8 a, b;
-    memcpy(&a, &v, sizeof a);
-    memcpy(&b, (const char *)&v + sizeof a, sizeof b);
-    a += b;
-    vf4 c, d;
-    memcpy(&c, &a, sizeof c);
-    memcpy(&d, (const char *)&a + sizeof c, sizeof d);
-    c += d;
-    return (c[0] + c[2]) + (c[1] + c[3]);
-}
-#endif
-
-INLINE float vmaxall(vf v) {
-    float t[LANES];
-    memcpy(t, &v, sizeof t);
-    for (int w = LANES / 2; w > 0; w /= 2) {
-        for (int i = 0; i < w; i++) t[i] = t[i] > t[i + w] ? t[i] : t[i + w];
-    }
-    return t[0];
-}
-
-/* e^x, Cephes' single-precision method: x = n ln2 + r with |r| <= ln2 / 2, a degree-5 polynomial for
- * e^r, and 2^n written into the exponent bits. Relative error about 1e-7 over [-87, 88]. */
-INLINE vf vexp(vf x) {
-    x = vmin(vmax(x, vsplat(-87.3f)), vsplat(88.3f));
-    vf n = vround(x * 1.44269504088896341f);
-    vf r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    vf p = vsplat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
-    vi e = (__builtin_convertvector(n, vi) + 127) << 23;
-    vf scale;
-    memcpy(&scale, &e, sizeof scale);
-    return p * scale;
-}
-
 /* -- activations ------------------------------------------------------------------------------ */
+
+
 
 /* Quantise one row of `cols` floats into row `m` of `a`. */
 INLINE void quantize_row(const float *x, int cols, qacts *a, int m) {
@@ -139,15 +39,17 @@ INLINE void quantize_row(const float *x, int cols, qacts *a, int m) {
     float *d = a->d + (size_t)m * nb;
     float *s = a->s + (size_t)m * nb;
     for (int b = 0; b < nb; b++) {
-        vf x0 = vload(x + b * QBLOCK), x1 = vload(x + b * QBLOCK + LANES);
-        float amax = vmaxall(vmax(vabs(x0), vabs(x1)));
+        const float *xb = x + b * QBLOCK;
+        vf top = vsplat(0.0f);
+        for (int c = 0; c < QBLOCK; c += LANES) top = vmax(top, vabs(vload(xb + c)));
+        float amax = vmaxall(top);
         float scale = amax / 127.0f;
         float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        vi q0 = __builtin_convertvector(vround(x0 * inv), vi);
-        vi q1 = __builtin_convertvector(vround(x1 * inv), vi);
         int32_t t[QBLOCK];
-        memcpy(t, &q0, sizeof q0);
-        memcpy(t + LANES, &q1, sizeof q1);
+        for (int c = 0; c < QBLOCK; c += LANES) {
+            vi qc = __builtin_convertvector(vround(vload(xb + c) * inv), vi);
+            memcpy(t + c, &qc, sizeof qc);
+        }
         int32_t sum = 0;
         for (int j = 0; j < QBLOCK; j++) {
             q[b * QBLOCK + j] = (int8_t)t[j];
@@ -171,28 +73,100 @@ INLINE void rms_norm(const float *x, const float *weight, int dim, float eps, fl
 
 /* -- matrix products -------------------------------------------------------------------------- */
 
-/* This member's share of the rows of `w`: out[m][r] (+)= w[r] . acts[m] for every activation row. */
+/* This member's share of the groups of `w`: [g0, g1). */
+INLINE void share(const qmatrix *w, int ith, int nth, int *g0, int *g1) {
+    int groups = matrix_groups(w), per = (groups + nth - 1) / nth;
+    *g0 = ith * per < groups ? ith * per : groups;
+    *g1 = *g0 + per < groups ? *g0 + per : groups;
+}
+
+/* res [mt][GROUP] into out rows m0.., columns of group g (those that exist). */
+INLINE void put(const qmatrix *w, int g, const float *res, int m0, int mt, float *out, size_t ostride, int accumulate) {
+    int n = w->rows - g * GROUP < GROUP ? w->rows - g * GROUP : GROUP;
+    for (int t = 0; t < mt; t++) {
+        float *o = out + (size_t)(m0 + t) * ostride + (size_t)g * GROUP;
+        const float *r = res + t * GROUP;
+        if (accumulate) {
+            for (int i = 0; i < n; i++) o[i] += r[i];
+        } else {
+            memcpy(o, r, (size_t)n * sizeof(float));
+        }
+    }
+}
+
+/* This member's share of out[m][r] (+)= w[r] . acts[m], 8-bit activations, every activation row. */
 INLINE void product_part(const qmatrix *w, const qacts *a, int rows, float *out, size_t ostride,
                          int accumulate, int ith, int nth) {
-    int groups = matrix_groups(w), per = (groups + nth - 1) / nth;
-    int g0 = ith * per, g1 = g0 + per < groups ? g0 + per : groups;
+    int g0, g1;
+    share(w, ith, nth, &g0, &g1);
     int nb = w->cols / QBLOCK;
     float res[TILE * GROUP];
     for (int g = g0; g < g1; g++) {
         const uint8_t *group = group_data(w, g);
-        int n = w->rows - g * GROUP < GROUP ? w->rows - g * GROUP : GROUP;
         for (int m0 = 0; m0 < rows; m0 += TILE) {
             int mt = rows - m0 < TILE ? rows - m0 : TILE;
             group_dots(group, w->kind, nb, a, m0, mt, res);
-            for (int t = 0; t < mt; t++) {
-                float *o = out + (size_t)(m0 + t) * ostride + (size_t)g * GROUP;
-                const float *r = res + t * GROUP;
-                if (accumulate) {
-                    for (int i = 0; i < n; i++) o[i] += r[i];
-                } else {
-                    memcpy(o, r, (size_t)n * sizeof(float));
+            put(w, g, res, m0, mt, out, ostride, accumulate);
+        }
+    }
+}
+
+/* Group g of w as float32, weight-major: wf[k * GROUP + i] is weight k of the group's row i, computed
+ * as ggml defines it (a multiply, then an add: never fused). */
+INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
+    int nb = w->cols / QBLOCK;
+    const uint8_t *group = group_data(w, g);
+    size_t gb = group_block_bytes(w->kind), sb = scales_bytes(w->kind);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = group + b * gb, *runs = blk + sb;
+        float *out = wf + (size_t)b * QBLOCK * GROUP;
+        for (int c = 0; c < GROUP; c += LANES) { /* rows c .. c + LANES - 1 of the group */
+            vf d = vhalf(blk + 2 * c);
+            if (w->kind == KIND_Q8_0) {
+                for (int k = 0; k < 8; k++) {
+                    vi v;
+                    memcpy(&v, runs + (k * GROUP + c) * 4, sizeof v);
+                    for (int j = 0; j < 4; j++) {
+                        vi q = (v << (24 - 8 * j)) >> 24;
+                        vstore(out + (4 * k + j) * GROUP + c, __builtin_convertvector(q, vf) * d);
+                    }
+                }
+                continue;
+            }
+            vf m = w->kind == KIND_Q4_1 ? vhalf(blk + 2 * GROUP + 2 * c) : vsplat(0.0f);
+            for (int k = 0; k < 4; k++) {
+                vi v;
+                memcpy(&v, runs + (k * GROUP + c) * 4, sizeof v);
+                for (int j = 0; j < 4; j++) {
+                    vf lo = __builtin_convertvector((v >> (8 * j)) & 0x0F, vf);
+                    vf hi = __builtin_convertvector((v >> (8 * j + 4)) & 0x0F, vf);
+                    float *o_lo = out + (4 * k + j) * GROUP + c, *o_hi = out + (16 + 4 * k + j) * GROUP + c;
+                    if (w->kind == KIND_Q4_1) {
+                        vstore(o_lo, d * lo + m);
+                        vstore(o_hi, d * hi + m);
+                    } else {
+                        vstore(o_lo, d * (lo - 8.0f));
+                        vstore(o_hi, d * (hi - 8.0f));
+                    }
                 }
             }
+        }
+    }
+}
+
+/* This member's share of out[m][r] (+)= w[r] . x[m] in float32 (x rows `xstride` apart); `wf` is the
+ * member's own scratch of cols * GROUP floats. */
+INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
+                               size_t ostride, int accumulate, float *wf, int ith, int nth) {
+    int g0, g1;
+    share(w, ith, nth, &g0, &g1);
+    float res[TILE * GROUP];
+    for (int g = g0; g < g1; g++) {
+        unpack_group(w, g, wf);
+        for (int m0 = 0; m0 < rows; m0 += TILE) {
+            int mt = rows - m0 < TILE ? rows - m0 : TILE;
+            group_float_dots(wf, w->cols, x, xstride, m0, mt, res);
+            put(w, g, res, m0, mt, out, ostride, accumulate);
         }
     }
 }
@@ -202,6 +176,12 @@ static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {
     for (int m = ith; m < p->rows; m += nth) quantize_row(p->x + (size_t)m * p->w->cols, p->w->cols, &p->acts, m);
     pool_barrier(nth);
     product_part(p->w, &p->acts, p->rows, p->out, (size_t)p->w->rows, 0, ith, nth);
+}
+
+static TARGET void NAME(float_product_task)(void *ctx, int ith, int nth) {
+    product *p = ctx;
+    float *wf = p->scratch + (size_t)ith * p->w->cols * GROUP;
+    float_product_part(p->w, p->x, (size_t)p->w->cols, p->rows, p->out, (size_t)p->w->rows, 0, wf, ith, nth);
 }
 
 /* -- attention -------------------------------------------------------------------------------- */
@@ -216,75 +196,70 @@ INLINE void rotate(const model *md, int pos, const float *v, float *out) {
     }
 }
 
-INLINE uint16_t *cache_row(const model *md, int l, int kv, int g, int block, int offset) {
-    size_t index = ((((size_t)l * 2 + kv) * md->n_kv_heads + g) * md->n_blocks + block) * md->block_size + offset;
-    return md->kv + index * md->head_dim;
+/* Keys and values of one cache block: bf16 [block_size][head_dim] as the cache tensor is laid out --
+ * except that a block's keys are stored transposed, [head_dim][block_size], so the scores of a whole
+ * block are one multiply-add per dimension over 16 positions at once, with no horizontal sums. The
+ * cache is the C step's alone once it runs (torch's attention never reads it then). */
+INLINE uint16_t *cache_block(const model *md, int l, int kv, int g, int block) {
+    size_t index = (((size_t)l * 2 + kv) * md->n_kv_heads + g) * md->n_blocks + block;
+    return md->kv + index * md->block_size * md->head_dim;
 }
 
+/* The cache block that holds position t of row m's sequence. */
 INLINE int slot_block(const step *s, int m, int t) {
-    return s->tables[(size_t)m * s->table_stride + t / s->m->block_size];
+    return s->tables[(size_t)s->row_table[m] * s->table_stride + t / s->m->block_size];
 }
 
 /* Rotate the key of KV head g of row m and store it and the value in the row's cache slot. */
 INLINE void store_kv(const step *s, int l, int m, int g) {
     const model *md = s->m;
-    int hd = md->head_dim, pos = s->pos[m];
+    int hd = md->head_dim, pos = s->pos[m], bs = md->block_size;
     const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
     const float *k = qkv + (size_t)(md->n_heads + g) * hd;
     const float *v = qkv + (size_t)(md->n_heads + md->n_kv_heads + g) * hd;
     float rotated[hd];
     rotate(md, pos, k, rotated);
-    int block = slot_block(s, m, pos), offset = pos % md->block_size;
-    uint16_t *kc = cache_row(md, l, 0, g, block, offset), *vc = cache_row(md, l, 1, g, block, offset);
+    int block = slot_block(s, m, pos), offset = pos % bs;
+    uint16_t *kc = cache_block(md, l, 0, g, block) + offset;
+    uint16_t *vc = cache_block(md, l, 1, g, block) + (size_t)offset * hd;
     for (int i = 0; i < hd; i++) {
-        kc[i] = float_to_bf16(rotated[i]);
+        kc[(size_t)i * bs] = float_to_bf16(rotated[i]);
         vc[i] = float_to_bf16(v[i]);
     }
 }
 
-/* Attention of query head h of row m over positions 0..pos of its sequence. */
+/* Attention of query head h of row m over positions 0..pos of its sequence (blocks of 16 positions). */
 INLINE void attend(const step *s, int l, int m, int h, float *scores) {
     const model *md = s->m;
-    int hd = md->head_dim, pos = s->pos[m];
+    int hd = md->head_dim, pos = s->pos[m], n = pos + 1, bs = md->block_size;
     int g = h / (md->n_heads / md->n_kv_heads);
     const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
     float q[hd];
     rotate(md, pos, qkv + (size_t)h * hd, q);
     float scale = 1.0f / sqrtf((float)hd);
-    int bs = md->block_size;
-    for (int t = 0; t <= pos; t++) {
-        const uint16_t *k = cache_row(md, l, 0, g, slot_block(s, m, t), t % bs);
-        vf acc = vsplat(0.0f);
-        for (int i = 0; i < hd; i += LANES) acc += vload(q + i) * vbf16(k + i);
-        scores[t] = vsum(acc) * scale;
-    }
-    int n = pos + 1, tail = n - n % LANES;
-    vf top = vsplat(-INFINITY);
-    for (int t = 0; t < tail; t += LANES) top = vmax(top, vload(scores + t));
-    float best = vmaxall(top);
-    for (int t = tail; t < n; t++) best = scores[t] > best ? scores[t] : best;
-    vf total = vsplat(0.0f);
-    for (int t = 0; t < tail; t += LANES) {
-        vf e = vexp(vload(scores + t) - best);
-        vstore(scores + t, e);
-        total += e;
-    }
-    float sum = vsum(total);
-    if (tail < n) {
-        float rest[LANES];
-        for (int j = 0; j < LANES; j++) rest[j] = tail + j < n ? scores[tail + j] - best : -INFINITY;
-        vf e = vexp(vload(rest));
-        vstore(rest, e);
-        for (int j = 0; tail + j < n; j++) {
-            scores[tail + j] = rest[j];
-            sum += rest[j];
+    int padded = (n + bs - 1) / bs * bs;
+    for (int b = 0; b < padded / bs; b++) {
+        const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m, b * bs));
+        for (int c = 0; c < bs; c += LANES) {
+            vf acc = vsplat(0.0f);
+            for (int i = 0; i < hd; i++) acc += vsplat(q[i]) * vbf16(k + (size_t)i * bs + c);
+            vstore(scores + b * bs + c, acc * scale);
         }
     }
+    for (int t = n; t < padded; t++) scores[t] = -INFINITY; /* past pos: not attended to */
+    vf top = vsplat(-INFINITY);
+    for (int t = 0; t < padded; t += LANES) top = vmax(top, vload(scores + t));
+    float best = vmaxall(top);
+    for (int t = 0; t < padded; t += LANES) vstore(scores + t, vexp(vload(scores + t) - best));
+    for (int t = n; t < padded; t++) scores[t] = 0.0f; /* vexp's floor is tiny, not zero */
+    vf total = vsplat(0.0f);
+    for (int t = 0; t < padded; t += LANES) total += vload(scores + t);
+    float sum = vsum(total);
     float *out = md->attn + (size_t)m * md->n_heads * hd + (size_t)h * hd;
     vf acc[MAX_HEAD_DIM / LANES];
     for (int i = 0; i < hd / LANES; i++) acc[i] = vsplat(0.0f);
     for (int t = 0; t < n; t++) {
-        const uint16_t *v = cache_row(md, l, 1, g, slot_block(s, m, t), t % bs);
+        const uint16_t *v = cache_block(md, l, 1, g, slot_block(s, m, t)) + (size_t)(t % bs) * hd;
         vf p = vsplat(scores[t]);
         for (int i = 0; i < hd / LANES; i++) acc[i] += p * vbf16(v + i * LANES);
     }
@@ -292,30 +267,7 @@ INLINE void attend(const step *s, int l, int m, int h, float *scores) {
     for (int i = 0; i < hd / LANES; i++) vstore(out + i * LANES, acc[i] * inv);
 }
 
-/* -- the step --------------------------------------------------------------------------------- */
-
-INLINE qacts step_acts(const model *md, int cols) {
-    qacts a = {md->aq, md->ad, md->as, cols};
-    return a;
-}
-
-INLINE void norm_and_quantize(const model *md, const float *x, const float *weight, qacts *a, int m, float *out) {
-    float tmp[md->dim];
-    float *h = out ? out : tmp;
-    rms_norm(x, weight, md->dim, md->eps, h);
-    quantize_row(h, md->dim, a, m);
-}
-
-/* silu(gate) * up for one row, quantised. */
-INLINE void gated_and_quantize(const model *md, const float *gu, qacts *a, int m) {
-    int nff = md->n_ff;
-    float act[nff];
-    for (int i = 0; i < nff; i += LANES) {
-        vf g = vload(gu + i), u = vload(gu + nff + i);
-        vstore(act + i, g / (1.0f + vexp(-g)) * u);
-    }
-    quantize_row(act, nff, a, m);
-}
+/* -- the output projection -------------------------------------------------------------------- */
 
 /* The k largest of `values` (k <= n), as a min-heap of their indices. */
 INLINE void top_k(const float *values, int n, int k, int *heap) {
@@ -345,7 +297,12 @@ INLINE void top_k(const float *values, int n, int k, int *heap) {
     }
 }
 
-/* The output projection of `rows` hidden rows (already quantised into the step's activations), then
+INLINE qacts step_acts(const model *md, int cols) {
+    qacts a = {md->aq, md->ad, md->as, cols};
+    return a;
+}
+
+/* Logits of `rows` final hidden states, their activations already quantised into the step's, then
  * the leaders of each row recomputed exactly.
  *
  * The projection multiplies 8-bit activations, which moves a logit by a few hundredths -- more than
@@ -373,17 +330,52 @@ INLINE void head_part(model *md, int rows, const float *hidden, float *logits, i
     }
 }
 
+/* -- the step --------------------------------------------------------------------------------- */
+
+/* silu(gate) * up of one row into `out`. */
+INLINE void gated(const model *md, const float *gu, float *out) {
+    int nff = md->n_ff;
+    for (int i = 0; i < nff; i += LANES) {
+        vf g = vload(gu + i), u = vload(gu + nff + i);
+        vstore(out + i, g / (1.0f + vexp(-g)) * u);
+    }
+}
+
+/* This member's share of out (+)= w . in for the step's rows: `in` holds float rows `cols` apart; a
+ * decode step multiplies their quantised form, which `prepare` left in the step's activations. */
+INLINE void project(const step *s, const qmatrix *w, const float *in, float *out, size_t ostride, int accumulate,
+                    int ith, int nth) {
+    const model *md = s->m;
+    if (s->precise) {
+        float *wf = md->unpacked + (size_t)ith * md->widest * GROUP;
+        float_product_part(w, in, (size_t)w->cols, s->rows, out, ostride, accumulate, wf, ith, nth);
+    } else {
+        qacts a = step_acts(md, w->cols);
+        product_part(w, &a, s->rows, out, ostride, accumulate, ith, nth);
+    }
+}
+
+/* After a row of a matrix's input is written: quantise it, for a decode step. */
+INLINE void prepare(const step *s, const float *row, int cols, int m) {
+    if (s->precise) return;
+    qacts a = step_acts(s->m, cols);
+    quantize_row(row, cols, &a, m);
+}
+
 static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
     step *s = ctx;
     model *md = s->m;
-    int rows = s->rows, dim = md->dim, adim = md->n_heads * md->head_dim;
-    float *scores = md->scores + (size_t)ith * md->max_pos;
-    qacts in = step_acts(md, dim), attn_in = step_acts(md, adim), ff_in = step_acts(md, md->n_ff);
+    int rows = s->rows, dim = md->dim, adim = md->n_heads * md->head_dim, nff = md->n_ff;
+    float *scores = md->scores + (size_t)ith * SCORE_STRIDE(md);
+    float *h = md->h;
     for (int l = 0; l < md->n_layers; l++) {
         const layer *L = &md->layers[l];
-        for (int m = ith; m < rows; m += nth) norm_and_quantize(md, s->x + (size_t)m * dim, L->attn_norm, &in, m, NULL);
+        for (int m = ith; m < rows; m += nth) {
+            rms_norm(s->x + (size_t)m * dim, L->attn_norm, dim, md->eps, h + (size_t)m * dim);
+            prepare(s, h + (size_t)m * dim, dim, m);
+        }
         pool_barrier(nth);
-        product_part(&L->qkv, &in, rows, md->qkv, (size_t)L->qkv.rows, 0, ith, nth);
+        project(s, &L->qkv, h, md->qkv, (size_t)L->qkv.rows, 0, ith, nth);
         pool_barrier(nth);
         for (int task = ith; task < rows * md->n_kv_heads; task += nth) {
             store_kv(s, l, task / md->n_kv_heads, task % md->n_kv_heads);
@@ -393,24 +385,33 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
             attend(s, l, task / md->n_heads, task % md->n_heads, scores);
         }
         pool_barrier(nth);
-        for (int m = ith; m < rows; m += nth) quantize_row(md->attn + (size_t)m * adim, adim, &attn_in, m);
+        for (int m = ith; m < rows; m += nth) prepare(s, md->attn + (size_t)m * adim, adim, m);
         pool_barrier(nth);
-        product_part(&L->out, &attn_in, rows, s->x, (size_t)dim, 1, ith, nth);
+        project(s, &L->out, md->attn, s->x, (size_t)dim, 1, ith, nth);
         pool_barrier(nth);
-        for (int m = ith; m < rows; m += nth) norm_and_quantize(md, s->x + (size_t)m * dim, L->ffn_norm, &in, m, NULL);
+        for (int m = ith; m < rows; m += nth) {
+            rms_norm(s->x + (size_t)m * dim, L->ffn_norm, dim, md->eps, h + (size_t)m * dim);
+            prepare(s, h + (size_t)m * dim, dim, m);
+        }
         pool_barrier(nth);
-        product_part(&L->gate_up, &in, rows, md->gu, (size_t)L->gate_up.rows, 0, ith, nth);
+        project(s, &L->gate_up, h, md->gu, (size_t)L->gate_up.rows, 0, ith, nth);
         pool_barrier(nth);
-        for (int m = ith; m < rows; m += nth) gated_and_quantize(md, md->gu + (size_t)m * L->gate_up.rows, &ff_in, m);
+        for (int m = ith; m < rows; m += nth) {
+            gated(md, md->gu + (size_t)m * L->gate_up.rows, h + (size_t)m * nff);
+            prepare(s, h + (size_t)m * nff, nff, m);
+        }
         pool_barrier(nth);
-        product_part(&L->down, &ff_in, rows, s->x, (size_t)dim, 1, ith, nth);
+        project(s, &L->down, h, s->x, (size_t)dim, 1, ith, nth);
         pool_barrier(nth);
     }
-    for (int m = ith; m < rows; m += nth) {
-        norm_and_quantize(md, s->x + (size_t)m * dim, md->out_norm, &in, m, md->hidden + (size_t)m * dim);
+    qacts in = step_acts(md, dim);
+    for (int j = ith; j < s->n_logits; j += nth) {
+        float *hidden = md->hidden + (size_t)j * dim;
+        rms_norm(s->x + (size_t)s->logit_rows[j] * dim, md->out_norm, dim, md->eps, hidden);
+        quantize_row(hidden, dim, &in, j);
     }
     pool_barrier(nth);
-    head_part(md, rows, md->hidden, s->logits, ith, nth);
+    head_part(md, s->n_logits, md->hidden, s->logits, ith, nth);
 }
 
 static TARGET void NAME(logits_task)(void *ctx, int ith, int nth) {
@@ -422,4 +423,4 @@ static TARGET void NAME(logits_task)(void *ctx, int ith, int nth) {
     head_part(md, job->rows, job->hidden, job->logits, ith, nth);
 }
 
-const isa_ops NAME(ops) = {NAME(step_task), NAME(product_task), NAME(logits_task)};
+const isa_ops NAME(ops) = {NAME(step_task), NAME(product_task), NAME(float_product_task), NAME(logits_task)};

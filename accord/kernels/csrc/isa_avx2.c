@@ -1,12 +1,13 @@
 /* The decode kernels for CPUs with AVX2, FMA and F16C (Haswell and Zen on). */
 #include <immintrin.h>
 
-#include "common.h"
-
 #define TARGET __attribute__((target("avx2,fma,f16c")))
 #define NAME(x) x##_avx2
 #define TILE 4
 #define ALWAYS static inline __attribute__((always_inline)) TARGET
+
+#define LANES 8
+#include "vec.h"
 
 ALWAYS __m256i broadcast4(const int8_t *x) {
     int32_t v;
@@ -25,6 +26,7 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
     size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     __m256 acc[TILE];
+    _Pragma("GCC unroll 4")
     for (int t = 0; t < mt; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb + h * 32;
@@ -42,6 +44,7 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
                 w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
             }
         }
+        _Pragma("GCC unroll 4")
         for (int t = 0; t < mt; t++) {
             int row = m0 + t;
             const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
@@ -62,6 +65,7 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
             acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(a->s[(size_t)row * nb + b]), acc[t]);
         }
     }
+    _Pragma("GCC unroll 4")
     for (int t = 0; t < mt; t++) _mm256_storeu_ps(res + t * GROUP + h * 8, acc[t]);
 }
 
@@ -83,6 +87,38 @@ static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qact
         } else {
             DOTS_FOR(KIND_Q8_0)
         }
+    }
+}
+
+/* res[t][i] = x[m0 + t] . row i of the group, from the group unpacked weight-major (wf[k][GROUP]): a
+ * fused multiply-add per weight, in order of k. */
+ALWAYS void float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, const int mt, float *res) {
+    __m256 lo[TILE], hi[TILE];
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < mt; t++) lo[t] = hi[t] = _mm256_setzero_ps();
+    for (int k = 0; k < cols; k++) {
+        __m256 wl = _mm256_loadu_ps(wf + (size_t)k * GROUP), wh = _mm256_loadu_ps(wf + (size_t)k * GROUP + 8);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < mt; t++) {
+            __m256 xv = _mm256_broadcast_ss(x + (size_t)(m0 + t) * xstride + k);
+            lo[t] = _mm256_fmadd_ps(xv, wl, lo[t]);
+            hi[t] = _mm256_fmadd_ps(xv, wh, hi[t]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < mt; t++) {
+        _mm256_storeu_ps(res + t * GROUP, lo[t]);
+        _mm256_storeu_ps(res + t * GROUP + 8, hi[t]);
+    }
+}
+
+static TARGET void group_float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, int mt,
+                                    float *res) {
+    switch (mt) {
+        case 1: float_dots(wf, cols, x, xstride, m0, 1, res); break;
+        case 2: float_dots(wf, cols, x, xstride, m0, 2, res); break;
+        case 3: float_dots(wf, cols, x, xstride, m0, 3, res); break;
+        default: float_dots(wf, cols, x, xstride, m0, 4, res); break;
     }
 }
 

@@ -1,9 +1,10 @@
 /* The decode kernels for any x86-64 CPU (SSE2), and the reference the faster ones are tested against. */
-#include "common.h"
-
 #define TARGET
 #define NAME(x) x##_generic
 #define TILE 4
+
+#define LANES 4
+#include "vec.h"
 
 /* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
 static void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
@@ -40,6 +41,20 @@ static void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, i
                 *acc = *acc + m[i] * sa;
             }
         }
+    }
+}
+
+/* res[t][i] = x[m0 + t] . row i of the group, from the group unpacked weight-major (wf[k][GROUP]). */
+static void group_float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, int mt, float *res) {
+    for (int t = 0; t < mt; t++) {
+        const float *row = x + (size_t)(m0 + t) * xstride;
+        vf acc[GROUP / LANES];
+        for (int c = 0; c < GROUP / LANES; c++) acc[c] = vsplat(0.0f);
+        for (int k = 0; k < cols; k++) {
+            vf xk = vsplat(row[k]);
+            for (int c = 0; c < GROUP / LANES; c++) acc[c] = acc[c] + xk * vload(wf + (size_t)k * GROUP + c * LANES);
+        }
+        for (int c = 0; c < GROUP / LANES; c++) vstore(res + t * GROUP + c * LANES, acc[c]);
     }
 }
 

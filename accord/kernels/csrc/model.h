@@ -13,6 +13,9 @@ typedef struct {
     qmatrix down;
 } layer;
 
+/* The attention scores of one member: a whole number of cache blocks of positions. */
+#define SCORE_STRIDE(md) (((size_t)(md)->max_pos + 15) / 16 * 16)
+
 typedef struct {
     int n_layers, dim, n_heads, n_kv_heads, head_dim, n_ff;
     float eps;
@@ -25,21 +28,28 @@ typedef struct {
     int n_blocks, block_size;
     /* How many of each row's leading logits are recomputed exactly (forward.h, head_part). */
     int refine_top;
-    /* Scratch for a step, grown to fit its rows (and the team, for the attention scores). */
-    int cap_rows, cap_threads;
+    /* The widest input of any matrix (dim, n_ff or n_heads * head_dim). */
+    int widest;
+    /* Scratch for a step, grown to fit its rows (and the team: attention scores, unpacked groups). */
+    int cap_rows, cap_logits, cap_threads;
     int8_t *aq;
-    float *ad, *as, *qkv, *attn, *gu, *hidden, *scores;
+    float *ad, *as, *h, *qkv, *attn, *gu, *hidden, *scores, *unpacked;
 } model;
 
-/* One decode step: `rows` tokens, each of its own sequence. */
+/* One step: `rows` tokens of one or more sequences. Every row stores its key and value first, then
+ * attends over positions 0..pos of its own sequence, so the rows of a prompt chunk may share a step. */
 typedef struct {
     model *m;
     int rows;
-    float *x;               /* [rows][dim] embeddings in, the residual stream while it runs */
-    const int32_t *pos;     /* [rows] position of each token */
-    const int32_t *tables;  /* [rows][table_stride] each sequence's cache blocks, in order */
+    int precise;              /* prompt rows: float32 activations (else quantised to 8 bits) */
+    float *x;                 /* [rows][dim] embeddings in, the residual stream while it runs */
+    const int32_t *pos;       /* [rows] position of each token */
+    const int32_t *tables;    /* [tables][table_stride] each sequence's cache blocks, in order */
     int table_stride;
-    float *logits;          /* [rows][head.rows] out */
+    const int32_t *row_table; /* [rows] the table of each row's sequence */
+    const int32_t *logit_rows;/* [n_logits] the rows whose logits are wanted */
+    int n_logits;
+    float *logits;            /* [n_logits][head.rows] out */
 } step;
 
 /* The output projection of given hidden rows (a prompt's last rows), leaders refined. */
@@ -50,19 +60,22 @@ typedef struct {
     float *logits;          /* [rows][head.rows] out */
 } head_job;
 
-/* One matrix product: out[m][r] = x[m] . w[r] for `rows` activation rows, activations quantised first. */
+/* One matrix product: out[m][r] = x[m] . w[r] for `rows` activation rows (8-bit activations: quantised
+ * into `acts` first; float32: against groups unpacked into `scratch`, cols * GROUP floats a member). */
 typedef struct {
     const qmatrix *w;
     int rows;
     const float *x;
     float *out;
     qacts acts;
+    float *scratch;
 } product;
 
 /* What each instruction set provides, each run by every member of the team. */
 typedef struct {
     void (*step)(void *ctx, int ith, int nth);       /* step */
     void (*product)(void *ctx, int ith, int nth);    /* product */
+    void (*float_product)(void *ctx, int ith, int nth); /* product */
     void (*logits)(void *ctx, int ith, int nth);     /* head_job */
 } isa_ops;
 

@@ -100,8 +100,10 @@ static void free_model(PyObject *capsule) {
     free(h->m.qkv);
     free(h->m.attn);
     free(h->m.gu);
+    free(h->m.h);
     free(h->m.hidden);
     free(h->m.scores);
+    free(h->m.unpacked);
     free(h);
 }
 
@@ -121,7 +123,8 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads || head_dim % 16 ||
-        head_dim > MAX_HEAD_DIM || dim % QBLOCK || n_ff % QBLOCK || (n_heads * head_dim) % QBLOCK) {
+        head_dim > MAX_HEAD_DIM || dim % QBLOCK || n_ff % QBLOCK || (n_heads * head_dim) % QBLOCK ||
+        block_size != 16) {
         PyErr_SetString(PyExc_ValueError, "model shape not supported by the decode kernels");
         return NULL;
     }
@@ -136,6 +139,8 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
     m->head_dim = head_dim;
     m->n_ff = n_ff;
     m->eps = (float)eps;
+    m->widest = dim > n_ff ? dim : n_ff;
+    if (n_heads * head_dim > m->widest) m->widest = n_heads * head_dim;
     m->refine_top = refine_top < 1 ? 1 : refine_top;
     m->out_norm = (const float *)(intptr_t)out_norm;
     m->rope = (const float *)(intptr_t)rope;
@@ -196,25 +201,24 @@ fail:
     return NULL;
 }
 
-/* Grows the model's scratch to hold `rows` rows and `nth` threads' attention scores. */
-static int reserve(model *m, int rows, int nth) {
-    if (rows <= m->cap_rows && nth <= m->cap_threads) return 0;
+/* Grows the model's scratch to hold `rows` rows, `n_logits` logit rows and `nth` members. */
+static int reserve(model *m, int rows, int n_logits, int nth) {
+    if (rows <= m->cap_rows && n_logits <= m->cap_logits && nth <= m->cap_threads) return 0;
     int r = rows > m->cap_rows ? rows : m->cap_rows, t = nth > m->cap_threads ? nth : m->cap_threads;
-    int widest = m->dim > m->n_ff ? m->dim : m->n_ff;
-    if (m->n_heads * m->head_dim > widest) widest = m->n_heads * m->head_dim;
-    int qkv_rows = m->layers[0].qkv.rows;
-    size_t nr = (size_t)r;
-    if (grow((void **)&m->aq, nr * widest) || grow((void **)&m->ad, nr * (widest / QBLOCK) * sizeof(float)) ||
-        grow((void **)&m->as, nr * (widest / QBLOCK) * sizeof(float)) ||
-        grow((void **)&m->qkv, nr * qkv_rows * sizeof(float)) ||
-        grow((void **)&m->attn, nr * m->n_heads * m->head_dim * sizeof(float)) ||
-        grow((void **)&m->gu, nr * 2 * m->n_ff * sizeof(float)) ||
-        grow((void **)&m->hidden, nr * m->dim * sizeof(float)) ||
-        grow((void **)&m->scores, (size_t)t * m->max_pos * sizeof(float))) {
+    int lr = n_logits > m->cap_logits ? n_logits : m->cap_logits;
+    size_t nr = (size_t)r, wide = (size_t)m->widest, f = sizeof(float);
+    if (grow((void **)&m->aq, nr * wide) || grow((void **)&m->ad, nr * (wide / QBLOCK) * f) ||
+        grow((void **)&m->as, nr * (wide / QBLOCK) * f) || grow((void **)&m->h, nr * wide * f) ||
+        grow((void **)&m->qkv, nr * m->layers[0].qkv.rows * f) ||
+        grow((void **)&m->attn, nr * m->n_heads * m->head_dim * f) ||
+        grow((void **)&m->gu, nr * 2 * m->n_ff * f) || grow((void **)&m->hidden, (size_t)lr * m->dim * f) ||
+        grow((void **)&m->scores, (size_t)t * SCORE_STRIDE(m) * f) ||
+        grow((void **)&m->unpacked, (size_t)t * wide * GROUP * f)) {
         PyErr_NoMemory();
         return -1;
     }
     m->cap_rows = r;
+    m->cap_logits = lr;
     m->cap_threads = t;
     return 0;
 }
@@ -227,20 +231,46 @@ static int args_to_addresses(PyObject *const *args, Py_ssize_t n, long long *out
     return 0;
 }
 
-/* decode(model, rows, x, positions, tables, table_stride, logits) */
-static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "decode takes 7 arguments");
+/* run_step(model, precise, rows, x, positions, tables, table_stride, row_table, logit_rows, n_logits,
+ *          logits) */
+static PyObject *run_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "step takes 11 arguments");
         return NULL;
     }
     handle *h = PyCapsule_GetPointer(args[0], "accord.decode.model");
     if (!h) return NULL;
-    long long v[6];
-    if (args_to_addresses(args + 1, 6, v) < 0) return NULL;
-    step s = {&h->m, (int)v[0], (float *)(intptr_t)v[1], (const int32_t *)(intptr_t)v[2],
-              (const int32_t *)(intptr_t)v[3], (int)v[4], (float *)(intptr_t)v[5]};
+    long long v[10];
+    if (args_to_addresses(args + 1, 10, v) < 0) return NULL;
+    step s = {&h->m,
+              (int)v[1],
+              (int)v[0],
+              (float *)(intptr_t)v[2],
+              (const int32_t *)(intptr_t)v[3],
+              (const int32_t *)(intptr_t)v[4],
+              (int)v[5],
+              (const int32_t *)(intptr_t)v[6],
+              (const int32_t *)(intptr_t)v[7],
+              (int)v[8],
+              (float *)(intptr_t)v[9]};
     if (s.rows <= 0) Py_RETURN_NONE;
-    if (reserve(&h->m, s.rows, pool_threads()) < 0) return NULL;
+    if (s.n_logits < 0 || s.n_logits > s.rows) {
+        PyErr_SetString(PyExc_ValueError, "more logit rows than rows");
+        return NULL;
+    }
+    for (int i = 0; i < s.n_logits; i++) {
+        if (s.logit_rows[i] < 0 || s.logit_rows[i] >= s.rows) {
+            PyErr_SetString(PyExc_IndexError, "logit row out of range");
+            return NULL;
+        }
+    }
+    for (int i = 0; i < s.rows; i++) {
+        if (s.pos[i] < 0 || s.pos[i] >= h->m.max_pos || s.pos[i] / h->m.block_size >= s.table_stride) {
+            PyErr_Format(PyExc_IndexError, "position %d out of range", s.pos[i]);
+            return NULL;
+        }
+    }
+    if (reserve(&h->m, s.rows, s.n_logits, pool_threads()) < 0) return NULL;
     const isa_ops *ops = ops_for(h->isa);
     Py_BEGIN_ALLOW_THREADS
     pool_run(ops->step, &s);
@@ -260,7 +290,7 @@ static PyObject *logits_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (args_to_addresses(args + 1, 3, v) < 0) return NULL;
     head_job job = {&h->m, (int)v[0], (const float *)(intptr_t)v[1], (float *)(intptr_t)v[2]};
     if (job.rows <= 0) Py_RETURN_NONE;
-    if (reserve(&h->m, job.rows, pool_threads()) < 0) return NULL;
+    if (reserve(&h->m, job.rows, job.rows, pool_threads()) < 0) return NULL;
     const isa_ops *ops = ops_for(h->isa);
     Py_BEGIN_ALLOW_THREADS
     pool_run(ops->logits, &job);
@@ -330,36 +360,46 @@ static PyObject *gather_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* product(isa, address, kind, rows, cols, x, m, out): out[m][rows] = x[m][cols] . w[rows][cols] */
+/* product(isa, address, kind, rows, cols, x, m, out, precise): out[m][rows] = x[m][cols] . w[rows][cols],
+ * with x quantised to 8 bits (precise == 0) or in float32 */
 static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "product takes 8 arguments");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "product takes 9 arguments");
         return NULL;
     }
-    long long v[8];
-    if (args_to_addresses(args, 8, v) < 0) return NULL;
+    long long v[9];
+    if (args_to_addresses(args, 9, v) < 0) return NULL;
     long long mv[4] = {v[1], v[2], v[3], v[4]};
     qmatrix w = matrix_of(mv);
     if (check_matrix(&w, "matrix") < 0) return NULL;
-    int rows = (int)v[6];
+    int rows = (int)v[6], precise = (int)v[8];
     if (rows <= 0) Py_RETURN_NONE;
     size_t nb = (size_t)(w.cols / QBLOCK);
-    void *q = malloc((size_t)rows * w.cols), *d = malloc((size_t)rows * nb * sizeof(float));
-    void *s = malloc((size_t)rows * nb * sizeof(float));
-    if (!q || !d || !s) {
+    int nth = pool_threads();
+    void *q = NULL, *d = NULL, *s = NULL, *scratch = NULL;
+    if (precise) {
+        scratch = malloc((size_t)nth * w.cols * GROUP * sizeof(float));
+    } else {
+        q = malloc((size_t)rows * w.cols);
+        d = malloc((size_t)rows * nb * sizeof(float));
+        s = malloc((size_t)rows * nb * sizeof(float));
+    }
+    if (precise ? !scratch : (!q || !d || !s)) {
         free(q);
         free(d);
         free(s);
+        free(scratch);
         return PyErr_NoMemory();
     }
-    product p = {&w, rows, (const float *)(intptr_t)v[5], (float *)(intptr_t)v[7], {q, d, s, w.cols}};
+    product p = {&w, rows, (const float *)(intptr_t)v[5], (float *)(intptr_t)v[7], {q, d, s, w.cols}, scratch};
     const isa_ops *ops = ops_for(v[0]);
     Py_BEGIN_ALLOW_THREADS
-    pool_run(ops->product, &p);
+    pool_run(precise ? ops->float_product : ops->product, &p);
     Py_END_ALLOW_THREADS
     free(q);
     free(d);
     free(s);
+    free(scratch);
     Py_RETURN_NONE;
 }
 
@@ -368,7 +408,7 @@ static PyMethodDef methods[] = {
     {"set_threads", set_threads, METH_O, "Set the size of the kernels' thread team; returns it."},
     {"threads", threads, METH_NOARGS, "The size of the kernels' thread team."},
     {"model_new", model_new, METH_VARARGS, "Build a model over weights, cache and rotary table by address."},
-    {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL, "Run one decode step."},
+    {"step", (PyCFunction)(void (*)(void))run_step, METH_FASTCALL, "Run one step of every layer."},
     {"logits", (PyCFunction)(void (*)(void))logits_call, METH_FASTCALL, "Project hidden rows, leaders refined."},
     {"packed_size", packed_size_call, METH_VARARGS, "Bytes of a matrix in the packed layout."},
     {"pack", (PyCFunction)(void (*)(void))pack_call, METH_FASTCALL, "GGML blocks -> the packed layout."},

@@ -1,0 +1,109 @@
+/* The portable vector type the kernels' float work is written in, and its helpers.
+ *
+ * Included by isa_*.c after TARGET (the instruction set's function attribute) and LANES (its native
+ * number of floats: 4 for SSE2, 8 for AVX2, 16 for AVX-512) are defined, so `vf` is always one
+ * register of the target -- wider vectors the compiler would keep in memory. Code written on `vf`
+ * loops in steps of LANES; every width it meets (a cache block, a group, a block of 32) is a multiple.
+ */
+#include <math.h>
+
+#include "common.h"
+
+#define INLINE static inline __attribute__((always_inline)) TARGET
+
+typedef float vf __attribute__((vector_size(LANES * 4)));
+typedef int32_t vi __attribute__((vector_size(LANES * 4)));
+typedef uint32_t vu __attribute__((vector_size(LANES * 4)));
+typedef uint16_t vh __attribute__((vector_size(LANES * 2)));
+
+INLINE vf vload(const float *p) {
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+INLINE void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+INLINE vf vsplat(float x) { return (vf){0} + x; }
+
+INLINE vf vbf16(const uint16_t *p) {
+    vh h;
+    memcpy(&h, p, sizeof h);
+    vu bits = __builtin_convertvector(h, vu) << 16;
+    vf v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* LANES fp16 values as float32. */
+INLINE vf vhalf(const uint8_t *p) {
+    float t[LANES];
+    for (int i = 0; i < LANES; i++) t[i] = half_to_float(read_u16(p + 2 * i));
+    return vload(t);
+}
+
+INLINE vf vselect(vi mask, vf a, vf b) {
+    vi ai, bi;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    vi r = (ai & mask) | (bi & ~mask);
+    vf out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+INLINE vf vmax(vf a, vf b) { return vselect(a > b, a, b); }
+INLINE vf vmin(vf a, vf b) { return vselect(a < b, a, b); }
+
+INLINE vf vabs(vf a) {
+    vi bits;
+    memcpy(&bits, &a, sizeof bits);
+    bits &= 0x7FFFFFFF;
+    vf out;
+    memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+/* Round to nearest, ties to even, for |x| < 2^22: adding and taking away 1.5 * 2^23 leaves no
+ * fraction bits. */
+INLINE vf vround(vf x) { return (x + 12582912.0f) - 12582912.0f; }
+
+/* The sum of the lanes, halving each time (a fixed order: the same bits for the same lanes). */
+INLINE float vsum(vf v) {
+    float t[LANES];
+    memcpy(t, &v, sizeof t);
+    for (int w = LANES / 2; w > 0; w /= 2) {
+        for (int i = 0; i < w; i++) t[i] += t[i + w];
+    }
+    return t[0];
+}
+
+INLINE float vmaxall(vf v) {
+    float t[LANES];
+    memcpy(t, &v, sizeof t);
+    for (int w = LANES / 2; w > 0; w /= 2) {
+        for (int i = 0; i < w; i++) t[i] = t[i] > t[i + w] ? t[i] : t[i + w];
+    }
+    return t[0];
+}
+
+/* e^x, Cephes' single-precision method: x = n ln2 + r with |r| <= ln2 / 2, a degree-5 polynomial for
+ * e^r, and 2^n written into the exponent bits. Relative error about 1e-7 over [-87, 88]. */
+INLINE vf vexp(vf x) {
+    x = vmin(vmax(x, vsplat(-87.3f)), vsplat(88.3f));
+    vf n = vround(x * 1.44269504088896341f);
+    vf r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    vf p = vsplat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    vi e = (__builtin_convertvector(n, vi) + 127) << 23;
+    vf scale;
+    memcpy(&scale, &e, sizeof scale);
+    return p * scale;
+}
+
