@@ -1,4 +1,5 @@
 # Types of the C extension built from accord/kernels/csrc (module.c). Addresses are data_ptr() values.
+from collections.abc import Sequence
 from typing import Any
 
 def cpu_isas() -> tuple[int, ...]: ...
@@ -14,7 +15,8 @@ def product(
 def model_new(
     isa: int,
     config: tuple[int, int, int, int, int, int, float, int],
-    layers: list[tuple[int, ...]],
+    layers: Sequence[tuple[int, ...]],
+    embed: tuple[int, int, int, int],
     head: tuple[int, int, int, int],
     out_norm: int,
     rope: int,
@@ -26,16 +28,16 @@ def model_new(
 ) -> Any: ...
 def step(
     model: Any,
-    precise: int,
-    rows: int,
-    x: int,
-    positions: int,
-    tables: int,
-    table_stride: int,
-    row_tables: int,
-    logit_rows: int,
-    n_logits: int,
+    precise: bool,
+    ids: list[int],
+    positions: list[int],
+    tables: list[list[int]],
+    row_tables: list[int],
+    logit_rows: list[int],
     logits: int,
     /,
 ) -> None: ...
 def logits(model: Any, rows: int, hidden: int, out: int, /) -> None: ...
+def sample(
+    logits: int, rows: int, vocab: int, params: list[tuple[float, float, int, int, int]], /
+) -> list[int]: ...

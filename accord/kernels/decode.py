@@ -10,42 +10,42 @@ the GIL while it runs.
 Which instruction set: the best this CPU has -- AVX-512 with VNNI, AVX2, or the x86-64 baseline --
 limited the way torch's own kernels are by ``ATEN_CPU_CAPABILITY`` (``default``, ``avx2``, ``avx512``),
 so every path can be run and tested on one machine. The extension is optional: where it was not built
-(no C compiler at install), :func:`available` is False and the engine runs its torch path.
+(no C compiler at install), or where ``ACCORD_C_KERNELS=off``, :func:`available` is False and the
+engine runs its torch path.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from types import ModuleType
 
 import torch
 
 from accord.kernels.quant import QuantKind
 
-
-def _extension() -> ModuleType | None:
-    try:
-        from accord.kernels import _decode
-    except ImportError:
-        return None
-    return _decode
-
-
-_EXT = _extension()
+try:
+    from accord.kernels import _decode as _EXT
+except ImportError:  # not built: no C compiler at install
+    _EXT = None  # type: ignore[assignment]
 ISA_NAMES = {0: "x86-64", 1: "avx2", 2: "avx512-vnni"}
 _CAPABILITY_LIMIT = {"default": 0, "avx2": 1, "avx512": 2}
 KIND_CODES = {QuantKind.Q4_0: 0, QuantKind.Q4_1: 1, QuantKind.Q8_0: 2}
 
 
 def available() -> bool:
-    """Whether the C kernels were built into this install."""
-    return _EXT is not None
+    """Whether the C kernels were built into this install and are not switched off
+    (``ACCORD_C_KERNELS=off`` runs the torch path, to compare the two or to work around a fault)."""
+    return _EXT is not None and os.environ.get("ACCORD_C_KERNELS", "").lower() not in (
+        "0",
+        "off",
+        "false",
+        "no",
+    )
 
 
 def instruction_set() -> int:
     """The instruction set the kernels use in this process (a key of ``ISA_NAMES``)."""
-    if _EXT is None:
+    if _EXT is None:  # pragma: no cover - only where the extension was not built
         raise RuntimeError("the decode kernels are not built in this install")
     have = max(_EXT.cpu_isas())
     limit = _CAPABILITY_LIMIT.get(os.environ.get("ATEN_CPU_CAPABILITY", "").lower(), have)
@@ -64,6 +64,13 @@ def set_threads(n: int) -> int:
     if _EXT is None:
         return 1
     return int(_EXT.set_threads(n))
+
+
+def sample(logits: torch.Tensor, params: list[tuple[float, float, int, int, int]]) -> list[int]:
+    """Each row's token (csrc/sample.c): params per row are (temperature, top_p, top_k, seed, step)."""
+    assert _EXT is not None
+    logits = logits.to(torch.float32).contiguous()
+    return _EXT.sample(logits.data_ptr(), int(logits.shape[0]), int(logits.shape[1]), params)
 
 
 def supports(kind: QuantKind | str) -> bool:
@@ -152,7 +159,8 @@ class DecodeShape:
 
 
 class DecodeModel:
-    """One C model over the engine's own tensors: weights, final norm, rotary table and KV cache.
+    """One C model over the engine's own tensors: token table, weights, final norm, rotary table and
+    KV cache.
 
     It reads them in place, so it holds references to all of them for as long as it lives. ``cache`` is
     bf16 ``[layers, 2, kv_heads, blocks, block_size, head_dim]`` and ``rotations`` the complex64
@@ -163,6 +171,7 @@ class DecodeModel:
         self,
         shape: DecodeShape,
         layers: list[DecodeLayer],
+        embed: PackedLinear,
         out_norm: torch.Tensor,
         head: PackedLinear,
         rotations: torch.Tensor,
@@ -174,7 +183,7 @@ class DecodeModel:
             raise ValueError("the decode kernels read a contiguous bf16 cache")
         if rotations.dtype != torch.complex64 or not rotations.is_contiguous():
             raise ValueError("the decode kernels read a contiguous complex64 rotary table")
-        self._keep = (layers, out_norm, head, rotations, cache)
+        self._keep = (layers, embed, out_norm, head, rotations, cache)
         self.dim = int(out_norm.shape[0])
         self.vocab = head.rows
         self.isa = instruction_set() if isa is None else _checked(isa)
@@ -197,6 +206,7 @@ class DecodeModel:
             self.isa,
             config,
             described,
+            embed.describe(),
             head.describe(),
             _vector(out_norm),
             rotations.data_ptr(),
@@ -208,49 +218,27 @@ class DecodeModel:
 
     def step(
         self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        tables: torch.Tensor,
-        row_tables: torch.Tensor,
-        logit_rows: torch.Tensor,
+        ids: list[int],
+        positions: list[int],
+        tables: list[list[int]],
+        row_tables: list[int],
+        logit_rows: list[int],
         *,
         precise: bool,
     ) -> torch.Tensor:
-        """Run every layer for ``x`` [M, dim] float32 (the tokens' embeddings): row ``i`` is the token at
-        ``positions[i]`` of the sequence whose cache blocks are ``tables[row_tables[i]]`` (int32, in
-        order). Every row's key and value go into the cache first, then each row attends over its
-        sequence up to its own position, so the rows of one prompt chunk may share a step. ``precise``:
-        float32 activations (prompt rows) rather than 8-bit ones (decode rows).
+        """Run every layer for the tokens ``ids``: row ``i`` is the token at ``positions[i]`` of the
+        sequence whose cache blocks are ``tables[row_tables[i]]`` (in order). Every row's key and value
+        go into the cache first, then each row attends over its sequence up to its own position, so the
+        rows of one prompt chunk may share a step. ``precise``: float32 activations (prompt rows) rather
+        than 8-bit ones (decode rows).
 
         Returns the logits [len(logit_rows), vocab] of the rows ``logit_rows``, each row's leaders exact.
-        ``x`` is used as scratch (it holds the residual stream when the call returns).
+        Plain lists, read by the C side directly: the step costs no torch op but the output's allocation
+        (each one gives the GIL up and may wait to get it back from the server's threads).
         """
         assert _EXT is not None
-        rows = int(x.shape[0])
-        if x.dtype != torch.float32 or not x.is_contiguous() or x.shape[1] != self.dim:
-            raise ValueError("x must be contiguous float32 [rows, dim]")
-        positions = positions.to(torch.int32).contiguous()
-        tables = tables.to(torch.int32).contiguous()
-        row_tables = row_tables.to(torch.int32).contiguous()
-        if row_tables.shape[0] != rows or positions.shape[0] != rows:
-            raise ValueError("one position and one table per row")
-        if rows and (int(row_tables.min()) < 0 or int(row_tables.max()) >= tables.shape[0]):
-            raise IndexError("a row's table is out of range")
-        logit_rows = logit_rows.to(torch.int32).contiguous()
-        logits = torch.empty(logit_rows.shape[0], self.vocab, dtype=torch.float32)
-        _EXT.step(
-            self._handle,
-            int(precise),
-            rows,
-            x.data_ptr(),
-            positions.data_ptr(),
-            tables.data_ptr(),
-            int(tables.shape[1]),
-            row_tables.data_ptr(),
-            logit_rows.data_ptr(),
-            int(logit_rows.shape[0]),
-            logits.data_ptr(),
-        )
+        logits = torch.empty(len(logit_rows), self.vocab, dtype=torch.float32)
+        _EXT.step(self._handle, precise, ids, positions, tables, row_tables, logit_rows, logits.data_ptr())
         return logits
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

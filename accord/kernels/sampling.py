@@ -1,22 +1,25 @@
 """Choosing the next token from logits: greedy, or temperature with top-k / top-p.
 
-Randomness is counter-based: the noise for a row is a pure function of the request's seed and the index
-of the token being chosen. The same seed and prompt therefore give the same text whatever else shares the
-batch, and a request that is preempted and recomputed draws the same numbers again.
+Randomness is counter-based: the noise of a token is a pure function of the request's seed, the index
+of the token being chosen and the token's id (splitmix64). The same seed and prompt therefore give the
+same text whatever else shares the batch, and a request that is preempted and recomputed draws the same
+numbers again.
 
-Sampling is the Gumbel-max trick: ``argmax(logits / T + Gumbel noise)`` is an exact draw from
-``softmax(logits / T)``, and it needs no cumulative sums, which is what lets the GPU kernel in
-:mod:`accord.kernels.cuda` do the same thing in one pass (with its own counter-based generator, so a
-seed gives one sequence on CPU and another, equally fixed, on a GPU).
+Sampling is the Gumbel-max trick: ``argmax(logits / T + Gumbel noise)`` over the tokens top-k / top-p
+keep is an exact draw from their softmax, and it needs no cumulative sums. Three implementations share
+one definition -- the C kernels (``csrc/sample.c``, used on CPU where they are built), the cupy kernel
+of :mod:`accord.kernels.cuda`, and torch here -- so a seed draws the same token from the same logits
+whichever runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from accord.kernels import cuda
+from accord.kernels import cuda, decode
 
 _MASK64 = (1 << 64) - 1
 
@@ -37,12 +40,22 @@ class SamplingRow:
         return self.temperature <= 0.0
 
 
-def mix_seed(seed: int, step: int) -> int:
-    """One 63-bit generator seed per (request seed, step): splitmix64 over both."""
-    z = (seed * 0x9E3779B97F4A7C15 + step * 0xBF58476D1CE4E5B9 + 0x94D049BB133111EB) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return (z ^ (z >> 31)) & ((1 << 63) - 1)
+def _splitmix(z: np.ndarray) -> np.ndarray:
+    """splitmix64 over a uint64 array (wrapping arithmetic, as in the C and CUDA kernels)."""
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    out: np.ndarray = z ^ (z >> np.uint64(31))
+    return out
+
+
+def gumbel(tokens: np.ndarray, row: SamplingRow) -> np.ndarray:
+    """The Gumbel noise of ``tokens`` (ids) for ``row``'s seed and step, float32."""
+    seed = np.array([row.seed & _MASK64], dtype=np.uint64)
+    key = _splitmix(seed ^ _splitmix(np.array([row.step & _MASK64], dtype=np.uint64)))
+    h = _splitmix(key + tokens.astype(np.uint64))
+    uniform = ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    return -np.log(-np.log(uniform)).astype(np.float32)
 
 
 def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
@@ -65,26 +78,29 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
     return out.scatter_(-1, indices, values)
 
 
-def gumbel_noise(vocab: int, row: SamplingRow, device: torch.device) -> torch.Tensor:
-    generator = torch.Generator(device="cpu")
-    generator.manual_seed(mix_seed(row.seed, row.step))
-    uniform = torch.rand(vocab, generator=generator, dtype=torch.float64).clamp_(min=1e-300)
-    return (-torch.log(-torch.log(uniform))).float().to(device)
-
-
 def sample(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
     """One token per row of ``logits`` [B, V] (float32)."""
     if logits.shape[0] != len(rows):
         raise ValueError("one SamplingRow per logits row")
     if logits.device.type == "cuda" and cuda.available():
         return _sample_cuda(logits, rows)
+    if decode.available() and logits.device.type == "cpu":
+        return decode.sample(
+            logits, [(r.temperature, r.top_p, r.top_k, r.seed & _MASK64, r.step) for r in rows]
+        )
+    return sample_torch(logits, rows)
+
+
+def sample_torch(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
+    """:func:`sample` in torch: what a CPU without the C kernels runs (and what they are tested against)."""
     choices = logits.argmax(dim=-1).tolist()
     for i, row in enumerate(rows):
         if row.greedy:
             continue
         scores = filter_logits(logits[i] / row.temperature, row.top_k, row.top_p)
-        scores = scores + gumbel_noise(scores.shape[-1], row, scores.device)
-        choices[i] = int(scores.argmax())
+        kept = torch.isfinite(scores).nonzero().flatten().cpu().numpy()
+        noisy = scores.cpu().numpy()[kept] + gumbel(kept, row)
+        choices[i] = int(kept[int(np.argmax(noisy))])
     return [int(c) for c in choices]
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from accord.engine.local import packaged_model_path
-from accord.engine.local._batch import build_batch
+from accord.engine.local._batch import StepRows
 from accord.engine.local._blocks import BlockPool, KVCache
 from accord.engine.local._gguf import TokenizerData, read_model_file
 from accord.engine.local._model import LlamaModel
@@ -102,7 +102,8 @@ def write_tiny_llama(path: Path, vocab: TokenizerData, weight_type: Q, tied: boo
 
 
 def engine_logits(path: Path, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits of every prompt row (the dense prompt path), then of one decode row (the 4-bit path)."""
+    """Logits of every prompt row (the prompt path), then of one decode row (the decode path), through
+    whichever path the engine runs (the C step where its kernels read the weights, else torch)."""
     model_file = read_model_file(path)
     cfg = model_file.config
     weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
@@ -123,23 +124,34 @@ def engine_logits(path: Path, ids: list[int]) -> tuple[torch.Tensor, torch.Tenso
     scheduler.add(seq)
     with torch.inference_mode():
         work = scheduler.schedule()
-        batch = build_batch(work, 16, torch.device("cpu"), torch.bfloat16)
-        every_row = dataclasses.replace(batch, logit_rows=torch.arange(len(ids) - 1))
-        prompt = model.forward(every_row)
+        batch = model.batch(work)
+        every = list(range(len(ids) - 1))
+        if isinstance(batch, StepRows):
+            prompt = model.forward(dataclasses.replace(batch, logit_rows=every))
+        else:
+            prompt = model.forward(dataclasses.replace(batch, logit_rows=torch.tensor(every)))
         scheduler.advance(work)
         seq.accept(ids[-1])  # feed the prompt's last token as if it had been sampled
-        work = scheduler.schedule()
-        decode = model.forward(build_batch(work, 16, torch.device("cpu"), torch.bfloat16))
+        decode = model.forward(model.batch(scheduler.schedule()))
     return prompt, decode[0]
 
 
+@pytest.mark.parametrize("kernels", ["on", "off"])
 @pytest.mark.parametrize(
     ("weight_type", "tied"),
     [(Q.Q4_0, True), (Q.Q4_1, False), (Q.Q8_0, False), (Q.F16, True), (Q.F32, False), (Q.Q5_0, True)],
 )
 def test_engine_matches_a_float32_reference(
-    tmp_path: Path, vocabulary: TokenizerData, weight_type: Q, tied: bool
+    tmp_path: Path,
+    vocabulary: TokenizerData,
+    weight_type: Q,
+    tied: bool,
+    kernels: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Both paths: the C step (where its kernels read the weights) and torch's (``ACCORD_C_KERNELS=off``,
+    what an install without a C compiler runs)."""
+    monkeypatch.setenv("ACCORD_C_KERNELS", kernels)
     path = tmp_path / f"tiny-{weight_type.name}.gguf"
     write_tiny_llama(path, vocabulary, weight_type, tied)
     ids = [int(i) for i in np.random.default_rng(7).integers(20, VOCAB, 24)]
@@ -157,9 +169,13 @@ def test_engine_matches_a_float32_reference(
         assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
 
 
-def test_smollm2_matches_the_float32_reference_on_a_chat_prompt() -> None:
+@pytest.mark.parametrize("kernels", ["on", "off"])
+def test_smollm2_matches_the_float32_reference_on_a_chat_prompt(
+    kernels: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The shipped model: leading logits within bf16 noise of float32 arithmetic (where a logit is near
     30, a few tenths), and the same best token wherever the reference does not call it a near-tie."""
+    monkeypatch.setenv("ACCORD_C_KERNELS", kernels)
     try:
         path = packaged_model_path()
     except FileNotFoundError:

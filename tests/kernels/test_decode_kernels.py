@@ -211,6 +211,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def decoder(path: Path, isa: int) -> tuple[decode.DecodeModel, torch.Tensor, object]:
+    """The C step over a tiny model's weights on instruction set ``isa``, its cache (random, as if
+    earlier positions had filled it) and the weights."""
     from accord.engine.local._blocks import KVCache
     from accord.engine.local._gguf import read_model_file
     from accord.engine.local._model import REFINE_TOP, LlamaModel
@@ -220,35 +222,50 @@ def decoder(path: Path, isa: int) -> tuple[decode.DecodeModel, torch.Tensor, obj
     cfg = model_file.config
     weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
     cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 64, 16, torch.bfloat16, torch.device("cpu"))
-    cache.data.normal_()  # keys and values that earlier positions would have left
+    cache.data.normal_()
     model = LlamaModel(cfg, weights, cache, torch.bfloat16, 512)
-    assert model.decoder is not None
+    assert model.decoder is not None and weights.embedding.packed is not None
     layers = model.decoder._keep[0]
     shape = decode.DecodeShape(cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_ff, cfg.norm_eps, REFINE_TOP)
+    table, head = weights.embedding.packed, weights.head
+    assert isinstance(head, PackedLinear)
     step = decode.DecodeModel(
-        shape, layers, weights.norm, weights.head, model.rotary.rotations, cache.data, isa=isa
-    )  # type: ignore[arg-type]
+        shape, layers, table, weights.norm, head, model.rotary.rotations, cache.data, isa=isa
+    )
     return step, cache.data, weights
 
 
 @ISAS
 def test_a_decode_step_is_the_same_for_a_row_alone_and_in_a_batch(tiny_model: Path, isa: int) -> None:
-    step, cache, weights = decoder(tiny_model, isa)
-    positions = torch.tensor([40, 3, 77, 15, 0, 130, 9], dtype=torch.int32)
+    step, cache, _ = decoder(tiny_model, isa)
+    positions = [40, 3, 77, 15, 0, 130, 9]
     # Each sequence its own blocks, in no particular order (a row writes its key into its own block).
-    tables = torch.randperm(64, generator=torch.Generator().manual_seed(0))[:63].view(7, 9)
-    ids = torch.tensor([5, 17, 900, 3, 4000, 64, 12])
-    x = weights.embedding.lookup(ids)  # type: ignore[attr-defined]
+    tables = torch.randperm(64, generator=torch.Generator().manual_seed(0))[:63].view(7, 9).tolist()
+    ids = [5, 17, 900, 3, 4000, 64, 12]
     saved = cache.clone()
-    every = torch.arange(7)
-    batch = step.step(x.clone(), positions, tables, every, every, precise=False)
+    every = list(range(7))
+    batch = step.step(ids, positions, tables, every, every, precise=False)
     for i in range(7):
         cache.copy_(saved)
-        one = torch.tensor([0])
-        alone = step.step(
-            x[i : i + 1].clone(), positions[i : i + 1], tables[i : i + 1], one, one, precise=False
-        )
+        alone = step.step(ids[i : i + 1], positions[i : i + 1], [tables[i]], [0], [0], precise=False)
         assert torch.equal(alone[0], batch[i]), i
+
+
+def test_a_step_refuses_what_would_read_outside_its_buffers(tiny_model: Path) -> None:
+    """Indices come from Python: each is checked before the kernels run (an IndexError, not a crash)."""
+    step, _, _ = decoder(tiny_model, 0)
+    good = {"ids": [5], "positions": [20], "tables": [[3, 4]], "row_tables": [0], "logit_rows": [0]}
+    step.step(**good, precise=False)  # type: ignore[arg-type]
+    for field, bad in [
+        ("ids", [10**6]),
+        ("positions", [32]),
+        ("positions", [-1]),
+        ("tables", [[3, 64]]),
+        ("row_tables", [1]),
+        ("logit_rows", [1]),
+    ]:
+        with pytest.raises((IndexError, ValueError)):
+            step.step(**{**good, field: bad}, precise=False)  # type: ignore[arg-type]
 
 
 @ISAS
@@ -271,32 +288,24 @@ def test_a_prompt_gives_the_same_numbers_whole_in_chunks_and_beside_another(
 ) -> None:
     """Prompt rows are chunk- and batch-invariant: the cache they leave and the logits of their last row
     are the same bits whether the prompt runs in one step, in two, or beside another prompt's rows."""
-    step, cache, weights = decoder(tiny_model, isa)
-    ids = torch.randint(0, 4000, (40,), generator=torch.Generator().manual_seed(2))
-    other = torch.randint(0, 4000, (23,), generator=torch.Generator().manual_seed(3))
-    x, y = weights.embedding.lookup(ids), weights.embedding.lookup(other)  # type: ignore[attr-defined]
-    tables = torch.tensor([[5, 9, 2], [7, 1, 3]])
-    mine, theirs = torch.zeros(40, dtype=torch.int64), torch.ones(23, dtype=torch.int64)
+    step, cache, _ = decoder(tiny_model, isa)
+    ids = torch.randint(0, 4000, (40,), generator=torch.Generator().manual_seed(2)).tolist()
+    other = torch.randint(0, 4000, (23,), generator=torch.Generator().manual_seed(3)).tolist()
+    tables = [[5, 9, 2], [7, 1, 3]]
+    mine, theirs = [0] * 40, [1] * 23
     cache.zero_()
-    whole = step.step(x.clone(), torch.arange(40), tables, mine, torch.tensor([39]), precise=True)
+    whole = step.step(ids, list(range(40)), tables, mine, [39], precise=True)
     after_whole = cache.clone()
 
     cache.zero_()
-    step.step(x[:16].clone(), torch.arange(16), tables, mine[:16], torch.tensor([15]), precise=True)
-    chunked = step.step(
-        x[16:].clone(), torch.arange(16, 40), tables, mine[16:], torch.tensor([23]), precise=True
-    )
+    step.step(ids[:16], list(range(16)), tables, mine[:16], [15], precise=True)
+    chunked = step.step(ids[16:], list(range(16, 40)), tables, mine[16:], [23], precise=True)
     assert torch.equal(chunked, whole)
     assert torch.equal(cache, after_whole)
 
     cache.zero_()
     both = step.step(
-        torch.cat([y, x]),
-        torch.cat([torch.arange(23), torch.arange(40)]),
-        tables,
-        torch.cat([theirs, mine]),
-        torch.tensor([62]),
-        precise=True,
+        other + ids, list(range(23)) + list(range(40)), tables, theirs + mine, [62], precise=True
     )
     assert torch.equal(both, whole)
     assert torch.equal(cache[:, :, :, [5, 9, 2]], after_whole[:, :, :, [5, 9, 2]])

@@ -1,4 +1,5 @@
-"""The tensors one step runs on, laid out from the scheduler's work.
+"""What one step runs on, laid out from the scheduler's work: tensors for the torch forward pass
+(``build_batch``), plain lists for the C step (``build_rows``).
 
 Row order: prompt chunks first, then decode rows sorted by how many cache blocks they attend over, so
 each attention group is one contiguous range.
@@ -51,10 +52,53 @@ class StepBatch:
     #: Rows whose logits are needed, in the order of ``sampled``.
     logit_rows: torch.Tensor
     sampled: list[Work]
-    #: For the C step: [spans + decode rows, n] int32, each prompt span's cache blocks, then each decode
-    #: row's (zero-padded); and [rows] int32, the table each row reads.
-    tables: torch.Tensor
-    row_tables: torch.Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class StepRows:
+    """One step's rows for the C step (``accord.kernels.decode``), as plain lists: building them costs
+    no torch op, and each torch op gives the GIL up and may wait to get it back.
+
+    Rows are ``prompt_rows`` prompt rows first, then the decode rows; ``tables`` holds each prompt chunk's
+    cache blocks, then each decode row's, and ``row_tables`` says which table each row reads.
+    """
+
+    token_ids: list[int]
+    positions: list[int]
+    tables: list[list[int]]
+    row_tables: list[int]
+    prompt_rows: int
+    #: Rows whose logits are needed, in the order of ``sampled``.
+    logit_rows: list[int]
+    sampled: list[Work]
+
+
+def build_rows(work: list[Work], block_size: int) -> StepRows:
+    prompts = [w for w in work if not w.seq.decoding or w.length > 1]
+    decodes = [w for w in work if w.seq.decoding and w.length == 1]
+    ids: list[int] = []
+    positions: list[int] = []
+    tables: list[list[int]] = []
+    row_tables: list[int] = []
+    logit_rows: list[int] = []
+    sampled: list[Work] = []
+    for w in prompts:
+        ids.extend(w.seq.tokens[w.start : w.start + w.length])
+        positions.extend(range(w.start, w.start + w.length))
+        row_tables.extend([len(tables)] * w.length)
+        tables.append(w.seq.blocks[: -(-(w.start + w.length) // block_size)])
+        if w.samples:
+            logit_rows.append(len(ids) - 1)
+            sampled.append(w)
+    prompt_rows = len(ids)
+    for w in decodes:
+        ids.append(w.seq.tokens[w.start])
+        positions.append(w.start)
+        row_tables.append(len(tables))
+        tables.append(w.seq.blocks[: w.start // block_size + 1])
+        logit_rows.append(len(ids) - 1)
+        sampled.append(w)
+    return StepRows(ids, positions, tables, row_tables, prompt_rows, logit_rows, sampled)
 
 
 def _table(blocks: list[int], device: torch.device) -> Blocks:
@@ -83,17 +127,13 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
     spans: list[PromptSpan] = []
     logit_rows: list[int] = []
     sampled: list[Work] = []
-    tables: list[list[int]] = []
-    row_tables: list[int] = []
     for w in prompts:
         begin = len(ids)
         ids.extend(w.seq.tokens[w.start : w.start + w.length])
         positions.extend(range(w.start, w.start + w.length))
         slots.extend(_slots(w.seq.blocks, w.start, w.start + w.length, block_size))
-        span_blocks = w.seq.blocks[: -(-(w.start + w.length) // block_size)]
-        spans.append(PromptSpan(begin, len(ids), w.start, _table(span_blocks, device)))
-        row_tables.extend([len(tables)] * w.length)
-        tables.append(span_blocks)
+        table = _table(w.seq.blocks[: -(-(w.start + w.length) // block_size)], device)
+        spans.append(PromptSpan(begin, len(ids), w.start, table))
         if w.samples:
             logit_rows.append(len(ids) - 1)
             sampled.append(w)
@@ -119,8 +159,6 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
         past = torch.arange(n_blocks * block_size)[None, :] > last[:, None]
         mask = torch.zeros(past.shape, dtype=dtype).masked_fill_(past, float("-inf"))
         for w in members:
-            row_tables.append(len(tables))
-            tables.append(w.seq.blocks[:n_blocks])
             ids.append(w.seq.tokens[w.start])
             positions.append(w.start)
             slots.extend(_slots(w.seq.blocks, w.start, w.start + 1, block_size))
@@ -128,7 +166,6 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
             sampled.append(w)
         groups.append(DecodeGroup(begin, len(ids), group_blocks, mask.to(device)))
         i = j
-    width = max(map(len, tables), default=0)
 
     def tensor(values: list[int]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int64, device=device)
@@ -142,8 +179,4 @@ def build_batch(work: list[Work], block_size: int, device: torch.device, dtype: 
         groups=groups,
         logit_rows=tensor(logit_rows),
         sampled=sampled,
-        tables=torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32).reshape(
-            -1, width
-        ),
-        row_tables=torch.tensor(row_tables, dtype=torch.int32),
     )

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import structlog
 import torch
 
-from accord.engine.local._batch import build_batch
 from accord.engine.local._grammar import apply_masks
 from accord.engine.local._heap import release_freed_memory
 from accord.engine.local._model import LlamaModel
@@ -212,7 +211,7 @@ class EngineCore:
         if not work:
             return False, []
         try:
-            batch = build_batch(work, self._scheduler.pool.block_size, self._device, self._model.dtype)
+            batch = self._model.batch(work)
             logits = self._model.forward(batch)
             self._scheduler.advance(work)
             apply_masks(logits, [w.seq.matcher for w in batch.sampled])

@@ -17,9 +17,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from accord.engine.local._batch import StepBatch
+from accord.engine.local._batch import StepBatch, StepRows, build_batch, build_rows
 from accord.engine.local._blocks import KVCache
 from accord.engine.local._gguf import LlamaConfig
+from accord.engine.local._scheduler import Work
 from accord.engine.local._weights import ModelWeights
 from accord.kernels import decode
 from accord.kernels.attention import decode_attention, prefill_attention, write_kv
@@ -55,32 +56,48 @@ class LlamaModel:
         self.decoder = _decoder(config, weights, cache, self.rotary)
         self.threads = torch.get_num_threads()
 
-    def forward(self, batch: StepBatch) -> torch.Tensor:
+    def batch(self, work: list[Work]) -> StepBatch | StepRows:
+        """The step's inputs, laid out for the path that runs them."""
+        block_size = self.cache.block_size
+        if self.decoder is not None:
+            return build_rows(work, block_size)
+        return build_batch(work, block_size, self.cache.data.device, self.dtype)
+
+    def forward(self, batch: StepBatch | StepRows) -> torch.Tensor:
         """float32 logits [len(batch.logit_rows), vocab]."""
-        if self.decoder is None:
-            return self._refine(*self._torch_rows(batch))
-        prompt_rows, rows = batch.dense_rows, batch.token_ids.shape[0]
-        # A step of decode rows only leaves torch just small ops (the lookup, sampling): on one thread,
-        # so torch's OpenMP team is not woken to spin on the cores the decode kernels' team runs on.
-        torch.set_num_threads(self.threads if prompt_rows else 1)
+        if isinstance(batch, StepRows):
+            return self._native(batch)
+        return self._refine(*self._torch_rows(batch))
+
+    def _native(self, rows: StepRows) -> torch.Tensor:
+        """The C step: prompt rows (float32 activations), then decode rows (8-bit), each part alone."""
+        assert self.decoder is not None
+        split = rows.prompt_rows
+        # A step of decode rows only leaves torch nothing but small ops: on one thread, so torch's
+        # OpenMP team is not woken to spin on the cores the kernels' team runs on.
+        torch.set_num_threads(self.threads if split else 1)
         parts = []
-        if prompt_rows:
-            sampled = batch.logit_rows[batch.logit_rows < prompt_rows]
-            parts.append(self._native(batch, 0, prompt_rows, sampled, precise=True))
-        if rows > prompt_rows:
-            every = torch.arange(prompt_rows, rows, dtype=torch.int32)
-            parts.append(self._native(batch, prompt_rows, rows, every, precise=False))
+        if split:
+            logit_rows = [r for r in rows.logit_rows if r < split]
+            parts.append(self._rows(rows, 0, split, logit_rows, precise=True))
+        if len(rows.token_ids) > split:
+            parts.append(self._rows(rows, split, len(rows.token_ids), None, precise=False))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
-    def _native(
-        self, batch: StepBatch, begin: int, end: int, logit_rows: torch.Tensor, *, precise: bool
+    def _rows(
+        self, rows: StepRows, begin: int, end: int, logit_rows: list[int] | None, *, precise: bool
     ) -> torch.Tensor:
-        """Rows ``begin:end`` (all prompt rows or all decode rows) through the C step: the logits of
-        ``logit_rows`` (counted from ``begin``)."""
+        """Rows ``begin:end`` through the C step: the logits of ``logit_rows`` (all rows when None)."""
         assert self.decoder is not None
-        x = self.weights.embedding.lookup(batch.token_ids[begin:end]).contiguous()
-        positions, row_tables = batch.positions[begin:end], batch.row_tables[begin:end]
-        return self.decoder.step(x, positions, batch.tables, row_tables, logit_rows - begin, precise=precise)
+        wanted = list(range(end - begin)) if logit_rows is None else [r - begin for r in logit_rows]
+        return self.decoder.step(
+            rows.token_ids[begin:end],
+            rows.positions[begin:end],
+            rows.tables,
+            rows.row_tables[begin:end],
+            wanted,
+            precise=precise,
+        )
 
     def _torch_rows(self, batch: StepBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Every row op by op: approximate logits and the final hidden state of ``batch.logit_rows``."""
@@ -172,6 +189,9 @@ def _decoder(
     shape = DecodeShape(
         config.n_heads, config.n_kv_heads, config.head_dim, config.n_ff, config.norm_eps, REFINE_TOP
     )
-    head = weights.head
+    head, table = weights.head, weights.embedding.packed
     assert isinstance(head, PackedLinear)
-    return DecodeModel(shape, layers, weights.norm.float().contiguous(), head, rotary.rotations, cache.data)
+    if table is None:  # a token table the kernels cannot read
+        return None
+    norm = weights.norm.float().contiguous()
+    return DecodeModel(shape, layers, table, norm, head, rotary.rotations, cache.data)

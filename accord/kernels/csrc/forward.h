@@ -32,13 +32,13 @@
 
 
 
-/* Quantise one row of `cols` floats into row `m` of `a`. */
-INLINE void quantize_row(const float *x, int cols, qacts *a, int m) {
+/* Quantise blocks [b0, b1) of a row of `cols` floats into row `m` of `a`. */
+INLINE void quantize_blocks(const float *x, int cols, qacts *a, int m, int b0, int b1) {
     int nb = cols / QBLOCK;
     int8_t *q = a->q + (size_t)m * a->cols;
     float *d = a->d + (size_t)m * nb;
     float *s = a->s + (size_t)m * nb;
-    for (int b = 0; b < nb; b++) {
+    for (int b = b0; b < b1; b++) {
         const float *xb = x + b * QBLOCK;
         vf top = vsplat(0.0f);
         for (int c = 0; c < QBLOCK; c += LANES) top = vmax(top, vabs(vload(xb + c)));
@@ -60,15 +60,27 @@ INLINE void quantize_row(const float *x, int cols, qacts *a, int m) {
     }
 }
 
-/* x / sqrt(mean(x^2) + eps) * weight into `out`. */
-INLINE void rms_norm(const float *x, const float *weight, int dim, float eps, float *out) {
+INLINE void quantize_row(const float *x, int cols, qacts *a, int m) { quantize_blocks(x, cols, a, m, 0, cols / QBLOCK); }
+
+/* Columns [c0, c1) of x / sqrt(mean(x^2) + eps) * weight into `out` (the mean is over the whole row). */
+INLINE void rms_norm_part(const float *x, const float *weight, int dim, float eps, float *out, int c0, int c1) {
     vf acc = vsplat(0.0f);
     for (int i = 0; i < dim; i += LANES) {
         vf v = vload(x + i);
         acc += v * v;
     }
     float inv = 1.0f / sqrtf(vsum(acc) / (float)dim + eps);
-    for (int i = 0; i < dim; i += LANES) vstore(out + i, vload(x + i) * inv * vload(weight + i));
+    for (int i = c0; i < c1; i += LANES) vstore(out + i, vload(x + i) * inv * vload(weight + i));
+}
+
+INLINE void rms_norm(const float *x, const float *weight, int dim, float eps, float *out) {
+    rms_norm_part(x, weight, dim, eps, out, 0, dim);
+}
+
+/* This member's share [b0, b1) of n blocks (every member gets a part of every row). */
+INLINE void share_blocks(int n, int ith, int nth, int *b0, int *b1) {
+    *b0 = n * ith / nth;
+    *b1 = n * (ith + 1) / nth;
 }
 
 /* -- matrix products -------------------------------------------------------------------------- */
@@ -210,41 +222,65 @@ INLINE int slot_block(const step *s, int m, int t) {
     return s->tables[(size_t)s->row_table[m] * s->table_stride + t / s->m->block_size];
 }
 
-/* Rotate the key of KV head g of row m and store it and the value in the row's cache slot. */
-INLINE void store_kv(const step *s, int l, int m, int g) {
+/* The key (rotated) and the value of KV head g of row m, rounded to bf16 as the cache holds them. */
+INLINE void current_kv(const step *s, int l, int m, int g, uint16_t *k, uint16_t *v) {
     const model *md = s->m;
-    int hd = md->head_dim, pos = s->pos[m], bs = md->block_size;
+    int hd = md->head_dim;
     const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
-    const float *k = qkv + (size_t)(md->n_heads + g) * hd;
-    const float *v = qkv + (size_t)(md->n_heads + md->n_kv_heads + g) * hd;
     float rotated[hd];
-    rotate(md, pos, k, rotated);
-    int block = slot_block(s, m, pos), offset = pos % bs;
-    uint16_t *kc = cache_block(md, l, 0, g, block) + offset;
-    uint16_t *vc = cache_block(md, l, 1, g, block) + (size_t)offset * hd;
+    rotate(md, s->pos[m], qkv + (size_t)(md->n_heads + g) * hd, rotated);
+    const float *value = qkv + (size_t)(md->n_heads + md->n_kv_heads + g) * hd;
     for (int i = 0; i < hd; i++) {
-        kc[(size_t)i * bs] = float_to_bf16(rotated[i]);
-        vc[i] = float_to_bf16(v[i]);
+        k[i] = float_to_bf16(rotated[i]);
+        v[i] = float_to_bf16(value[i]);
     }
 }
 
-/* Attention of query head h of row m over positions 0..pos of its sequence (blocks of 16 positions). */
+/* Store the key and value of KV head g of row m in the row's cache slot. */
+INLINE void store_kv(const step *s, int l, int m, int g) {
+    const model *md = s->m;
+    int hd = md->head_dim, pos = s->pos[m], bs = md->block_size;
+    uint16_t k[hd], v[hd];
+    current_kv(s, l, m, g, k, v);
+    int block = slot_block(s, m, pos), offset = pos % bs;
+    uint16_t *kc = cache_block(md, l, 0, g, block) + offset;
+    memcpy(cache_block(md, l, 1, g, block) + (size_t)offset * hd, v, sizeof v);
+    for (int i = 0; i < hd; i++) kc[(size_t)i * bs] = k[i];
+}
+
+/* Attention of query head h of row m over positions 0..pos of its sequence (blocks of 16 positions).
+ *
+ * In a decode step the row's own position is not in the cache yet (it is stored after the attention
+ * phase, saving a barrier): its key and value come from this step's projection, rounded to bf16 as the
+ * cache would hold them, and its score is computed in the same order as a cached one's. */
 INLINE void attend(const step *s, int l, int m, int h, float *scores) {
     const model *md = s->m;
     int hd = md->head_dim, pos = s->pos[m], n = pos + 1, bs = md->block_size;
-    int g = h / (md->n_heads / md->n_kv_heads);
+    int g = h / (md->n_heads / md->n_kv_heads), own = !s->precise;
     const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
     float q[hd];
     rotate(md, pos, qkv + (size_t)h * hd, q);
+    uint16_t k_own[hd], v_own[hd];
+    if (own) current_kv(s, l, m, g, k_own, v_own);
     float scale = 1.0f / sqrtf((float)hd);
     int padded = (n + bs - 1) / bs * bs;
     for (int b = 0; b < padded / bs; b++) {
         const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m, b * bs));
         for (int c = 0; c < bs; c += LANES) {
-            vf acc = vsplat(0.0f);
-            for (int i = 0; i < hd; i++) acc += vsplat(q[i]) * vbf16(k + (size_t)i * bs + c);
-            vstore(scores + b * bs + c, acc * scale);
+            /* Four chains over the dimensions (added in a fixed order), so the adds overlap. */
+            vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+            for (int i = 0; i < hd; i += 4) {
+                for (int j = 0; j < 4; j++) acc[j] += vsplat(q[i + j]) * vbf16(k + (size_t)(i + j) * bs + c);
+            }
+            vstore(scores + b * bs + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
         }
+    }
+    if (own) {
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int i = 0; i < hd; i += 4) {
+            for (int j = 0; j < 4; j++) acc[j] += q[i + j] * bf16_to_float(k_own[i + j]);
+        }
+        scores[pos] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale;
     }
     for (int t = n; t < padded; t++) scores[t] = -INFINITY; /* past pos: not attended to */
     vf top = vsplat(-INFINITY);
@@ -259,7 +295,7 @@ INLINE void attend(const step *s, int l, int m, int h, float *scores) {
     vf acc[MAX_HEAD_DIM / LANES];
     for (int i = 0; i < hd / LANES; i++) acc[i] = vsplat(0.0f);
     for (int t = 0; t < n; t++) {
-        const uint16_t *v = cache_block(md, l, 1, g, slot_block(s, m, t)) + (size_t)(t % bs) * hd;
+        const uint16_t *v = own && t == pos ? v_own : cache_block(md, l, 1, g, slot_block(s, m, t)) + (size_t)(t % bs) * hd;
         vf p = vsplat(scores[t]);
         for (int i = 0; i < hd / LANES; i++) acc[i] += p * vbf16(v + i * LANES);
     }
@@ -282,6 +318,14 @@ INLINE void top_k(const float *values, int n, int k, int *heap) {
         }
     }
     for (int i = k; i < n; i++) {
+        if (i % (4 * LANES) == 0 && i + 4 * LANES <= n) { /* skip a stretch with nothing above the least */
+            vf top = vmax(vmax(vload(values + i), vload(values + i + LANES)),
+                          vmax(vload(values + i + 2 * LANES), vload(values + i + 3 * LANES)));
+            if (!(vmaxall(top) > values[heap[0]])) {
+                i += 4 * LANES - 1;
+                continue;
+            }
+        }
         if (!(values[i] > values[heap[0]])) continue;
         heap[0] = i;
         for (int c = 0;;) {
@@ -332,17 +376,8 @@ INLINE void head_part(model *md, int rows, const float *hidden, float *logits, i
 
 /* -- the step --------------------------------------------------------------------------------- */
 
-/* silu(gate) * up of one row into `out`. */
-INLINE void gated(const model *md, const float *gu, float *out) {
-    int nff = md->n_ff;
-    for (int i = 0; i < nff; i += LANES) {
-        vf g = vload(gu + i), u = vload(gu + nff + i);
-        vstore(out + i, g / (1.0f + vexp(-g)) * u);
-    }
-}
-
 /* This member's share of out (+)= w . in for the step's rows: `in` holds float rows `cols` apart; a
- * decode step multiplies their quantised form, which `prepare` left in the step's activations. */
+ * decode step multiplies their quantised form, already in the step's activations. */
 INLINE void project(const step *s, const qmatrix *w, const float *in, float *out, size_t ostride, int accumulate,
                     int ith, int nth) {
     const model *md = s->m;
@@ -355,50 +390,75 @@ INLINE void project(const step *s, const qmatrix *w, const float *in, float *out
     }
 }
 
-/* After a row of a matrix's input is written: quantise it, for a decode step. */
-INLINE void prepare(const step *s, const float *row, int cols, int m) {
-    if (s->precise) return;
-    qacts a = step_acts(s->m, cols);
-    quantize_row(row, cols, &a, m);
+/* Columns [c0, c1) of silu(gate) * up of one row into `out`. */
+INLINE void gated_part(const model *md, const float *gu, float *out, int c0, int c1) {
+    int nff = md->n_ff;
+    for (int i = c0; i < c1; i += LANES) {
+        vf g = vload(gu + i), u = vload(gu + nff + i);
+        vstore(out + i, g / (1.0f + vexp(-g)) * u);
+    }
+}
+
+/* Every row's norm into h, this member's blocks of each (quantised too, in a decode step). */
+INLINE void norm_rows(const step *s, const float *weight, int ith, int nth) {
+    const model *md = s->m;
+    int dim = md->dim, b0, b1;
+    share_blocks(dim / QBLOCK, ith, nth, &b0, &b1);
+    qacts a = step_acts(md, dim);
+    for (int m = 0; m < s->rows; m++) {
+        float *h = md->h + (size_t)m * dim;
+        rms_norm_part(s->x + (size_t)m * dim, weight, dim, md->eps, h, b0 * QBLOCK, b1 * QBLOCK);
+        if (!s->precise) quantize_blocks(h, dim, &a, m, b0, b1);
+    }
 }
 
 static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
     step *s = ctx;
     model *md = s->m;
-    int rows = s->rows, dim = md->dim, adim = md->n_heads * md->head_dim, nff = md->n_ff;
+    int rows = s->rows, dim = md->dim, adim = md->n_heads * md->head_dim, nff = md->n_ff, b0, b1;
     float *scores = md->scores + (size_t)ith * SCORE_STRIDE(md);
     float *h = md->h;
+    for (int m = ith; m < rows; m += nth) unpack_row(&md->embed, s->ids[m], s->x + (size_t)m * dim);
+    pool_barrier(nth);
     for (int l = 0; l < md->n_layers; l++) {
         const layer *L = &md->layers[l];
-        for (int m = ith; m < rows; m += nth) {
-            rms_norm(s->x + (size_t)m * dim, L->attn_norm, dim, md->eps, h + (size_t)m * dim);
-            prepare(s, h + (size_t)m * dim, dim, m);
-        }
+        norm_rows(s, L->attn_norm, ith, nth);
         pool_barrier(nth);
         project(s, &L->qkv, h, md->qkv, (size_t)L->qkv.rows, 0, ith, nth);
         pool_barrier(nth);
-        for (int task = ith; task < rows * md->n_kv_heads; task += nth) {
-            store_kv(s, l, task / md->n_kv_heads, task % md->n_kv_heads);
+        if (s->precise) { /* a prompt's rows attend to each other: every key first */
+            for (int task = ith; task < rows * md->n_kv_heads; task += nth) {
+                store_kv(s, l, task / md->n_kv_heads, task % md->n_kv_heads);
+            }
+            pool_barrier(nth);
         }
-        pool_barrier(nth);
         for (int task = ith; task < rows * md->n_heads; task += nth) {
             attend(s, l, task / md->n_heads, task % md->n_heads, scores);
         }
         pool_barrier(nth);
-        for (int m = ith; m < rows; m += nth) prepare(s, md->attn + (size_t)m * adim, adim, m);
-        pool_barrier(nth);
-        project(s, &L->out, md->attn, s->x, (size_t)dim, 1, ith, nth);
-        pool_barrier(nth);
-        for (int m = ith; m < rows; m += nth) {
-            rms_norm(s->x + (size_t)m * dim, L->ffn_norm, dim, md->eps, h + (size_t)m * dim);
-            prepare(s, h + (size_t)m * dim, dim, m);
+        if (!s->precise) {
+            share_blocks(adim / QBLOCK, ith, nth, &b0, &b1);
+            qacts a = step_acts(md, adim);
+            for (int m = 0; m < rows; m++) quantize_blocks(md->attn + (size_t)m * adim, adim, &a, m, b0, b1);
+            pool_barrier(nth);
         }
+        project(s, &L->out, md->attn, s->x, (size_t)dim, 1, ith, nth);
+        if (!s->precise) { /* the decode rows' own keys and values, which attention took from the projection */
+            for (int task = ith; task < rows * md->n_kv_heads; task += nth) {
+                store_kv(s, l, task / md->n_kv_heads, task % md->n_kv_heads);
+            }
+        }
+        pool_barrier(nth);
+        norm_rows(s, L->ffn_norm, ith, nth);
         pool_barrier(nth);
         project(s, &L->gate_up, h, md->gu, (size_t)L->gate_up.rows, 0, ith, nth);
         pool_barrier(nth);
-        for (int m = ith; m < rows; m += nth) {
-            gated(md, md->gu + (size_t)m * L->gate_up.rows, h + (size_t)m * nff);
-            prepare(s, h + (size_t)m * nff, nff, m);
+        share_blocks(nff / QBLOCK, ith, nth, &b0, &b1);
+        qacts a = step_acts(md, nff);
+        for (int m = 0; m < rows; m++) {
+            float *act = h + (size_t)m * nff;
+            gated_part(md, md->gu + (size_t)m * L->gate_up.rows, act, b0 * QBLOCK, b1 * QBLOCK);
+            if (!s->precise) quantize_blocks(act, nff, &a, m, b0, b1);
         }
         pool_barrier(nth);
         project(s, &L->down, h, s->x, (size_t)dim, 1, ith, nth);

@@ -56,9 +56,14 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
                     sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
                 }
             } else {
-                __m256i p = _mm256_maddubs_epi16(w[0], broadcast4(x));
-                for (int k = 1; k < 8; k++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[k], broadcast4(x + 4 * k)));
-                sum = _mm256_madd_epi16(p, ones);
+                /* Two chains of four 16-bit sums (exact: the order does not change them). */
+                __m256i even = _mm256_maddubs_epi16(w[0], broadcast4(x));
+                __m256i odd = _mm256_maddubs_epi16(w[1], broadcast4(x + 4));
+                for (int k = 2; k < 8; k += 2) {
+                    even = _mm256_add_epi16(even, _mm256_maddubs_epi16(w[k], broadcast4(x + 4 * k)));
+                    odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(w[k + 1], broadcast4(x + 4 * k + 4)));
+                }
+                sum = _mm256_madd_epi16(_mm256_add_epi16(even, odd), ones);
             }
             __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a->d[(size_t)row * nb + b]));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);

@@ -46,8 +46,14 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
         for (int t = 0; t < mt; t++) {
             int row = m0 + t;
             const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
-            __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], broadcast4(x));
-            for (int k = 1; k < 8; k++) sum = _mm512_dpbusd_epi32(sum, w[k], broadcast4(x + 4 * k));
+            /* Two chains of four (integer sums: the order does not change them), half the latency. */
+            __m512i even = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], broadcast4(x));
+            __m512i odd = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], broadcast4(x + 4));
+            for (int k = 2; k < 8; k += 2) {
+                even = _mm512_dpbusd_epi32(even, w[k], broadcast4(x + 4 * k));
+                odd = _mm512_dpbusd_epi32(odd, w[k + 1], broadcast4(x + 4 * k + 4));
+            }
+            __m512i sum = _mm512_add_epi32(even, odd);
             __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(a->d[(size_t)row * nb + b]));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[t]);
             acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->s[(size_t)row * nb + b]), acc[t]);

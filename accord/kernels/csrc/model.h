@@ -21,6 +21,7 @@ typedef struct {
     float eps;
     layer *layers;
     const float *out_norm;
+    qmatrix embed; /* the token table: row t is token t's embedding */
     qmatrix head;
     const float *rope; /* [max_pos][head_dim / 2][2]: cos and sin of each position and frequency */
     int max_pos;
@@ -33,7 +34,7 @@ typedef struct {
     /* Scratch for a step, grown to fit its rows (and the team: attention scores, unpacked groups). */
     int cap_rows, cap_logits, cap_threads;
     int8_t *aq;
-    float *ad, *as, *h, *qkv, *attn, *gu, *hidden, *scores, *unpacked;
+    float *ad, *as, *x, *h, *qkv, *attn, *gu, *hidden, *scores, *unpacked;
 } model;
 
 /* One step: `rows` tokens of one or more sequences. Every row stores its key and value first, then
@@ -42,7 +43,8 @@ typedef struct {
     model *m;
     int rows;
     int precise;              /* prompt rows: float32 activations (else quantised to 8 bits) */
-    float *x;                 /* [rows][dim] embeddings in, the residual stream while it runs */
+    float *x;                 /* [rows][dim] the residual stream (scratch) */
+    const int32_t *ids;       /* [rows] the tokens */
     const int32_t *pos;       /* [rows] position of each token */
     const int32_t *tables;    /* [tables][table_stride] each sequence's cache blocks, in order */
     int table_stride;

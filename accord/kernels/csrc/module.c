@@ -11,6 +11,7 @@
 #include "model.h"
 #include "pack.h"
 #include "pool.h"
+#include "sample.h"
 
 enum { ISA_GENERIC = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
@@ -85,14 +86,28 @@ static qmatrix matrix_of(const long long *v) {
 
 /* -- the model -------------------------------------------------------------------------------- */
 
+/* The inputs of a step, read from Python lists into buffers the handle keeps. */
+typedef struct {
+    int32_t *ids, *pos, *tables, *lengths, *row_table, *logit_rows, *row;
+    size_t cap_ids, cap_pos, cap_tables, cap_lengths, cap_row_table, cap_logit_rows, cap_row;
+} inputs;
+
 typedef struct {
     model m;
     long isa;
+    inputs in; /* read while the GIL is held, used while it is not: one step at a time per handle */
 } handle;
 
 static void free_model(PyObject *capsule) {
     handle *h = PyCapsule_GetPointer(capsule, "accord.decode.model");
     if (!h) return;
+    free(h->in.ids);
+    free(h->in.pos);
+    free(h->in.tables);
+    free(h->in.lengths);
+    free(h->in.row_table);
+    free(h->in.logit_rows);
+    free(h->in.row);
     free(h->m.layers);
     free(h->m.aq);
     free(h->m.ad);
@@ -100,6 +115,7 @@ static void free_model(PyObject *capsule) {
     free(h->m.qkv);
     free(h->m.attn);
     free(h->m.gu);
+    free(h->m.x);
     free(h->m.h);
     free(h->m.hidden);
     free(h->m.scores);
@@ -107,19 +123,19 @@ static void free_model(PyObject *capsule) {
     free(h);
 }
 
-/* model_new(isa, config, layers, head, out_norm, rope, max_pos, kv, n_blocks, block_size)
+/* model_new(isa, config, layers, embed, head, out_norm, rope, max_pos, kv, n_blocks, block_size)
  *   config: (n_layers, dim, n_heads, n_kv_heads, head_dim, n_ff, eps, refine_top)
  *   layers: per layer (attn_norm, ffn_norm, then address, kind, rows, cols of qkv, out, gate_up, down)
- *   head:   (address, kind, rows, cols) */
+ *   embed, head: (address, kind, rows, cols) of the token table and the output projection */
 static PyObject *model_new(PyObject *self, PyObject *args) {
     long isa;
     int n_layers, dim, n_heads, n_kv_heads, head_dim, n_ff, refine_top, max_pos, n_blocks, block_size;
     double eps;
-    PyObject *layers, *head;
+    PyObject *layers, *embed, *head;
     unsigned long long out_norm, rope, kv;
-    if (!PyArg_ParseTuple(args, "l(iiiiiidi)OOKKiKii", &isa, &n_layers, &dim, &n_heads, &n_kv_heads, &head_dim,
-                          &n_ff, &eps, &refine_top, &layers, &head, &out_norm, &rope, &max_pos, &kv, &n_blocks,
-                          &block_size)) {
+    if (!PyArg_ParseTuple(args, "l(iiiiiidi)OOOKKiKii", &isa, &n_layers, &dim, &n_heads, &n_kv_heads, &head_dim,
+                          &n_ff, &eps, &refine_top, &layers, &embed, &head, &out_norm, &rope, &max_pos, &kv,
+                          &n_blocks, &block_size)) {
         return NULL;
     }
     if (n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads || head_dim % 16 ||
@@ -162,6 +178,9 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
     if (read_ints(head, values, 4, "head") < 0) goto fail;
     m->head = matrix_of(values);
     if (check_matrix(&m->head, "head") < 0 || m->head.cols != dim) goto fail;
+    if (read_ints(embed, values, 4, "embed") < 0) goto fail;
+    m->embed = matrix_of(values);
+    if (check_matrix(&m->embed, "embed") < 0 || m->embed.cols != dim) goto fail;
     PyObject *fast = PySequence_Fast(layers, "layers");
     if (!fast) goto fail;
     if (PySequence_Fast_GET_SIZE(fast) != n_layers) {
@@ -207,7 +226,7 @@ static int reserve(model *m, int rows, int n_logits, int nth) {
     int r = rows > m->cap_rows ? rows : m->cap_rows, t = nth > m->cap_threads ? nth : m->cap_threads;
     int lr = n_logits > m->cap_logits ? n_logits : m->cap_logits;
     size_t nr = (size_t)r, wide = (size_t)m->widest, f = sizeof(float);
-    if (grow((void **)&m->aq, nr * wide) || grow((void **)&m->ad, nr * (wide / QBLOCK) * f) ||
+    if (grow((void **)&m->aq, nr * wide) || grow((void **)&m->x, nr * m->dim * f) || grow((void **)&m->ad, nr * (wide / QBLOCK) * f) ||
         grow((void **)&m->as, nr * (wide / QBLOCK) * f) || grow((void **)&m->h, nr * wide * f) ||
         grow((void **)&m->qkv, nr * m->layers[0].qkv.rows * f) ||
         grow((void **)&m->attn, nr * m->n_heads * m->head_dim * f) ||
@@ -231,46 +250,131 @@ static int args_to_addresses(PyObject *const *args, Py_ssize_t n, long long *out
     return 0;
 }
 
-/* run_step(model, precise, rows, x, positions, tables, table_stride, row_table, logit_rows, n_logits,
- *          logits) */
-static PyObject *run_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "step takes 11 arguments");
+/* Reads a sequence of Python ints into a C array of int32 (grown as needed); -1 on error. */
+static Py_ssize_t read_list(PyObject *seq, int32_t **buf, size_t *cap, const char *what) {
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if ((size_t)n > *cap && grow((void **)buf, (size_t)n * sizeof(int32_t)) < 0) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if ((size_t)n > *cap) *cap = (size_t)n;
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(items[i]);
+        if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_OverflowError, "%s: value out of range", what);
+            Py_DECREF(fast);
+            return -1;
+        }
+        (*buf)[i] = (int32_t)v;
+    }
+    Py_DECREF(fast);
+    return n;
+}
+
+/* Every table, zero-padded to the longest, row-major; `lengths` its real length. */
+static int read_tables(inputs *step_inputs, PyObject *seq, int *count, int *stride) {
+    PyObject *fast = PySequence_Fast(seq, "tables");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast), width = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = PyObject_Length(PySequence_Fast_GET_ITEM(fast, i));
+        if (len < 0) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        if (len > width) width = len;
+    }
+    size_t need = (size_t)(n * width > 0 ? n * width : 1);
+    if (need > step_inputs->cap_tables) {
+        if (grow((void **)&step_inputs->tables, need * sizeof(int32_t)) < 0) goto nomem;
+        step_inputs->cap_tables = need;
+    }
+    if ((size_t)n > step_inputs->cap_lengths) {
+        if (grow((void **)&step_inputs->lengths, (size_t)n * sizeof(int32_t)) < 0) goto nomem;
+        step_inputs->cap_lengths = (size_t)n;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = read_list(PySequence_Fast_GET_ITEM(fast, i), &step_inputs->row, &step_inputs->cap_row, "table");
+        if (len < 0) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        int32_t *t = step_inputs->tables + (size_t)i * width;
+        memcpy(t, step_inputs->row, (size_t)len * sizeof(int32_t));
+        memset(t + len, 0, (size_t)(width - len) * sizeof(int32_t));
+        step_inputs->lengths[i] = (int32_t)len;
+    }
+    Py_DECREF(fast);
+    *count = (int)n;
+    *stride = (int)width;
+    return 0;
+nomem:
+    Py_DECREF(fast);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* step(model, precise, ids, positions, tables, row_tables, logit_rows, logits): every layer for the
+ * tokens `ids`, row i at positions[i] of the sequence whose cache blocks are tables[row_tables[i]];
+ * the logits of rows logit_rows go to `logits` (an address). */
+static PyObject *run_step(PyObject *self, PyObject *args) {
+    PyObject *capsule, *ids, *positions, *tables, *row_tables, *logit_rows;
+    int precise;
+    unsigned long long logits;
+    if (!PyArg_ParseTuple(args, "OpOOOOOK", &capsule, &precise, &ids, &positions, &tables, &row_tables,
+                          &logit_rows, &logits)) {
         return NULL;
     }
-    handle *h = PyCapsule_GetPointer(args[0], "accord.decode.model");
+    handle *h = PyCapsule_GetPointer(capsule, "accord.decode.model");
     if (!h) return NULL;
-    long long v[10];
-    if (args_to_addresses(args + 1, 10, v) < 0) return NULL;
-    step s = {&h->m,
-              (int)v[1],
-              (int)v[0],
-              (float *)(intptr_t)v[2],
-              (const int32_t *)(intptr_t)v[3],
-              (const int32_t *)(intptr_t)v[4],
-              (int)v[5],
-              (const int32_t *)(intptr_t)v[6],
-              (const int32_t *)(intptr_t)v[7],
-              (int)v[8],
-              (float *)(intptr_t)v[9]};
-    if (s.rows <= 0) Py_RETURN_NONE;
-    if (s.n_logits < 0 || s.n_logits > s.rows) {
-        PyErr_SetString(PyExc_ValueError, "more logit rows than rows");
+    model *m = &h->m;
+    inputs *in = &h->in;
+    int n_tables, stride;
+    Py_ssize_t rows = read_list(ids, &in->ids, &in->cap_ids, "ids");
+    if (rows < 0 || read_list(positions, &in->pos, &in->cap_pos, "positions") != rows ||
+        read_list(row_tables, &in->row_table, &in->cap_row_table, "row_tables") != rows ||
+        read_tables(in, tables, &n_tables, &stride) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "one id, position and table per row");
         return NULL;
     }
-    for (int i = 0; i < s.n_logits; i++) {
-        if (s.logit_rows[i] < 0 || s.logit_rows[i] >= s.rows) {
+    Py_ssize_t n_logits = read_list(logit_rows, &in->logit_rows, &in->cap_logit_rows, "logit_rows");
+    if (n_logits < 0) return NULL;
+    if (rows == 0) Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n_logits; i++) {
+        if (in->logit_rows[i] < 0 || in->logit_rows[i] >= rows) {
             PyErr_SetString(PyExc_IndexError, "logit row out of range");
             return NULL;
         }
     }
-    for (int i = 0; i < s.rows; i++) {
-        if (s.pos[i] < 0 || s.pos[i] >= h->m.max_pos || s.pos[i] / h->m.block_size >= s.table_stride) {
-            PyErr_Format(PyExc_IndexError, "position %d out of range", s.pos[i]);
+    for (Py_ssize_t i = 0; i < rows; i++) {
+        int t = in->row_table[i], p = in->pos[i];
+        if (in->ids[i] < 0 || in->ids[i] >= m->embed.rows) {
+            PyErr_Format(PyExc_IndexError, "token id %d out of range", in->ids[i]);
             return NULL;
         }
+        if (t < 0 || t >= n_tables) {
+            PyErr_SetString(PyExc_IndexError, "a row's table is out of range");
+            return NULL;
+        }
+        if (p < 0 || p >= m->max_pos || p / m->block_size >= in->lengths[t]) {
+            PyErr_Format(PyExc_IndexError, "position %d is past its sequence's blocks", p);
+            return NULL;
+        }
+        for (int b = 0; b <= p / m->block_size; b++) {
+            int32_t block = in->tables[(size_t)t * stride + b];
+            if (block < 0 || block >= m->n_blocks) {
+                PyErr_Format(PyExc_IndexError, "cache block %d out of range", block);
+                return NULL;
+            }
+        }
     }
-    if (reserve(&h->m, s.rows, s.n_logits, pool_threads()) < 0) return NULL;
+    if (reserve(m, (int)rows, (int)n_logits, pool_threads()) < 0) return NULL;
+    step s = {m, (int)rows, precise, m->x, in->ids, in->pos, in->tables, stride, in->row_table,
+              in->logit_rows, (int)n_logits, (float *)(intptr_t)logits};
     const isa_ops *ops = ops_for(h->isa);
     Py_BEGIN_ALLOW_THREADS
     pool_run(ops->step, &s);
@@ -403,17 +507,72 @@ static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* sample(logits, rows, vocab, params) -> [token]: params per row (temperature, top_p, top_k, seed, step) */
+static PyObject *sample_call(PyObject *self, PyObject *args) {
+    unsigned long long address;
+    int rows, vocab;
+    PyObject *params;
+    if (!PyArg_ParseTuple(args, "KiiO", &address, &rows, &vocab, &params)) return NULL;
+    PyObject *fast = PySequence_Fast(params, "params");
+    if (!fast) return NULL;
+    if (PySequence_Fast_GET_SIZE(fast) != rows || rows < 0 || vocab <= 0) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "one parameter tuple per row");
+        return NULL;
+    }
+    sampling_params *p = calloc((size_t)(rows ? rows : 1), sizeof *p);
+    int *chosen = calloc((size_t)(rows ? rows : 1), sizeof *chosen);
+    float *scores = malloc((size_t)vocab * sizeof(float));
+    int *order = malloc((size_t)vocab * sizeof(int));
+    if (!p || !chosen || !scores || !order) {
+        Py_DECREF(fast);
+        free(p);
+        free(chosen);
+        free(scores);
+        free(order);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < rows; i++) {
+        unsigned long long seed;
+        long long step;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "fdiKL", &p[i].temperature, &p[i].top_p,
+                              &p[i].top_k, &seed, &step)) {
+            Py_DECREF(fast);
+            free(p);
+            free(chosen);
+            free(scores);
+            free(order);
+            return NULL;
+        }
+        p[i].seed = seed;
+        p[i].step = step;
+    }
+    Py_DECREF(fast);
+    const float *logits = (const float *)(intptr_t)address;
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < rows; i++) chosen[i] = sample_row(logits + (size_t)i * vocab, vocab, &p[i], scores, order);
+    Py_END_ALLOW_THREADS
+    PyObject *out = PyList_New(rows);
+    for (int i = 0; out && i < rows; i++) PyList_SET_ITEM(out, i, PyLong_FromLong(chosen[i]));
+    free(p);
+    free(chosen);
+    free(scores);
+    free(order);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"cpu_isas", cpu_isas, METH_NOARGS, "The instruction sets this CPU runs: 0 baseline, 1 AVX2, 2 AVX-512 VNNI."},
     {"set_threads", set_threads, METH_O, "Set the size of the kernels' thread team; returns it."},
     {"threads", threads, METH_NOARGS, "The size of the kernels' thread team."},
     {"model_new", model_new, METH_VARARGS, "Build a model over weights, cache and rotary table by address."},
-    {"step", (PyCFunction)(void (*)(void))run_step, METH_FASTCALL, "Run one step of every layer."},
+    {"step", run_step, METH_VARARGS, "Run one step of every layer."},
     {"logits", (PyCFunction)(void (*)(void))logits_call, METH_FASTCALL, "Project hidden rows, leaders refined."},
     {"packed_size", packed_size_call, METH_VARARGS, "Bytes of a matrix in the packed layout."},
     {"pack", (PyCFunction)(void (*)(void))pack_call, METH_FASTCALL, "GGML blocks -> the packed layout."},
     {"unpack", (PyCFunction)(void (*)(void))unpack_call, METH_FASTCALL, "A packed matrix as float32."},
     {"gather", (PyCFunction)(void (*)(void))gather_call, METH_FASTCALL, "Rows of a packed matrix as float32."},
+    {"sample", sample_call, METH_VARARGS, "Choose each row's token: greedy or seeded Gumbel-max under top-k/top-p."},
     {"product", (PyCFunction)(void (*)(void))product_call, METH_FASTCALL, "Multiply rows by a block matrix."},
     {NULL, NULL, 0, NULL},
 };

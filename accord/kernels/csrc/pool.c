@@ -10,6 +10,8 @@
  * A member that spins on a machine with more runnable threads than cores yields after YIELD_SPINS
  * rounds, so the member it waits for can run.
  *
+ * Tasks run one at a time: a second caller (another engine's thread) waits for the first to finish.
+ *
  * After fork() the child has no members but itself (threads do not survive a fork); the team is
  * rebuilt at its next use.
  */
@@ -24,10 +26,11 @@
 #include <time.h>
 
 #define MAX_THREADS 256
-#define SPIN_NS 300000L
+#define SPIN_NS 0L
 #define YIELD_SPINS 4096
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t running = PTHREAD_MUTEX_INITIALIZER; /* one task at a time, whoever calls */
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_t members[MAX_THREADS];
 static int size = 1;      /* members, the caller included */
@@ -141,6 +144,7 @@ static void after_fork_child(void) {
     started = 0;
     size = 1;
     pthread_mutex_init(&mutex, NULL);
+    pthread_mutex_init(&running, NULL);
     pthread_cond_init(&wake, NULL);
     atomic_store(&barrier_count, 0);
 }
@@ -158,15 +162,17 @@ int pool_set_threads(int n) {
 int pool_threads(void) { return wanted; }
 
 void pool_run(pool_task task, void *ctx) {
+    pthread_mutex_lock(&running);
     if (size != wanted || started != size - 1) build();
     if (started == 0) {
         task(ctx, 0, 1);
-        return;
+    } else {
+        current_task = task;
+        current_ctx = ctx;
+        atomic_store_explicit(&finished, 0, memory_order_relaxed);
+        wake_members();
+        task(ctx, 0, size);
+        wait_members();
     }
-    current_task = task;
-    current_ctx = ctx;
-    atomic_store_explicit(&finished, 0, memory_order_relaxed);
-    wake_members();
-    task(ctx, 0, size);
-    wait_members();
+    pthread_mutex_unlock(&running);
 }

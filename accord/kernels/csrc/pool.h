@@ -9,7 +9,7 @@ int pool_set_threads(int n);
 int pool_threads(void);
 
 /* Runs task(ctx, ith, nth) on every member, the caller as ith 0; returns when all have returned.
- * Called from one thread at a time (the engine thread). */
+ * Callers on other threads wait their turn. */
 void pool_run(pool_task task, void *ctx);
 
 /* Inside a task: waits until all nth members have arrived. */
