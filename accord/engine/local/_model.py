@@ -54,7 +54,6 @@ class LlamaModel:
             device=weights.norm.device,
         )
         self.decoder = _decoder(config, weights, cache, self.rotary)
-        self.threads = torch.get_num_threads()
 
     def batch(self, work: list[Work]) -> StepBatch | StepRows:
         """The step's inputs, laid out for the path that runs them."""
@@ -73,9 +72,6 @@ class LlamaModel:
         """The C step: prompt rows (float32 activations), then decode rows (8-bit), each part alone."""
         assert self.decoder is not None
         split = rows.prompt_rows
-        # A step of decode rows only leaves torch nothing but small ops: on one thread, so torch's
-        # OpenMP team is not woken to spin on the cores the kernels' team runs on.
-        torch.set_num_threads(self.threads if split else 1)
         parts = []
         if split:
             logit_rows = [r for r in rows.logit_rows if r < split]
