@@ -30,7 +30,7 @@ from tests.engine.reference_llama import ReferenceLlama
 
 pytestmark = pytest.mark.model
 
-LAYERS, EMBD, FF, HEADS, KV_HEADS, VOCAB = 2, 64, 128, 4, 2, 4096
+LAYERS, EMBD, FF, HEADS, KV_HEADS, VOCAB = 2, 128, 256, 4, 2, 4096
 Q = gguf.GGMLQuantizationType
 
 
@@ -51,7 +51,7 @@ def write_tiny_llama(path: Path, vocab: TokenizerData, weight_type: Q, tied: boo
     rng = np.random.default_rng(int(weight_type) + 100 * tied)
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_block_count(LAYERS)
-    writer.add_context_length(256)
+    writer.add_context_length(1024)
     writer.add_embedding_length(EMBD)
     writer.add_feed_forward_length(FF)
     writer.add_head_count(HEADS)
@@ -101,15 +101,18 @@ def write_tiny_llama(path: Path, vocab: TokenizerData, weight_type: Q, tied: boo
     writer.close()
 
 
-def engine_logits(path: Path, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def engine_logits(path: Path, ids: list[int], positions: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits of every prompt row (the prompt path), then of one decode row (the decode path), through
     whichever path the engine runs (the C step where its kernels read the weights, else torch)."""
     model_file = read_model_file(path)
     cfg = model_file.config
     weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
-    cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 16, 16, torch.bfloat16, torch.device("cpu"))
-    model = LlamaModel(cfg, weights, cache, torch.bfloat16, 256)
-    scheduler = Scheduler(BlockPool(16, 16), cache, max_batch=1, chunk_tokens=256)
+    blocks = positions // 16 + 1
+    cache = KVCache(
+        cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, blocks, 16, torch.bfloat16, torch.device("cpu")
+    )
+    model = LlamaModel(cfg, weights, cache, torch.bfloat16, positions)
+    scheduler = Scheduler(BlockPool(blocks, 16), cache, max_batch=1, chunk_tokens=positions)
     seq = Sequence(
         request_id="",
         prompt_len=len(ids) - 1,
@@ -167,6 +170,25 @@ def test_engine_matches_a_float32_reference(
         best = want.topk(2, dim=-1).values
         clear = (best[:, 0] - best[:, 1]) > 0.3 * spread
         assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
+
+
+@pytest.mark.parametrize("kernels", ["on", "off"])
+def test_a_long_sequence_matches_the_reference_too(
+    tmp_path: Path, vocabulary: TokenizerData, kernels: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """700 positions: the prompt in three chunks, and a decode row whose attention runs in three spans
+    merged after (a row's sequence is split every 256 positions so long ones share the thread team)."""
+    monkeypatch.setenv("ACCORD_C_KERNELS", kernels)
+    path = tmp_path / "tiny-long.gguf"
+    write_tiny_llama(path, vocabulary, Q.Q4_1, tied=True)
+    ids = [int(i) for i in np.random.default_rng(8).integers(20, VOCAB, 700)]
+    reference = ReferenceLlama(path).logits(ids)
+    prompt, decode = engine_logits(path, ids, positions=768)
+    for got, want in ((prompt[-8:], reference[-9:-1]), (decode[None], reference[-1:])):
+        spread = float(want.std())
+        assert float(torch.nn.functional.cosine_similarity(got, want, dim=-1).min()) > 0.99
+        leaders = want.topk(16, dim=-1).indices
+        assert float((got.gather(-1, leaders) - want.gather(-1, leaders)).abs().max()) < 0.15 * spread
 
 
 @pytest.mark.parametrize("kernels", ["on", "off"])

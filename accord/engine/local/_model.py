@@ -167,7 +167,7 @@ def _decoder(
         return None
     if not all(isinstance(m, PackedLinear) for m in [*matrices, weights.head]):
         return None
-    if config.head_dim % 16 or config.head_dim > 256 or config.n_embd % 32 or config.n_ff % 32:
+    if config.head_dim % 32 or config.head_dim > 256 or config.n_embd % 32 or config.n_ff % 32:
         return None
     if cache.block_size != 16:  # a block's keys are one vector of 16 positions per dimension there
         return None

@@ -248,59 +248,95 @@ INLINE void store_kv(const step *s, int l, int m, int g) {
     for (int i = 0; i < hd; i++) kc[(size_t)i * bs] = k[i];
 }
 
-/* Attention of query head h of row m over positions 0..pos of its sequence (blocks of 16 positions).
+/* Attention of the query heads of KV head g (a GQA group) of row m over positions [t0, t1) of its
+ * sequence, t0 a multiple of the block size. Each key and value is read once for the whole group.
+ *
+ * With `partial` it leaves, per head, the span's largest score, its sum of exponentials and its
+ * unnormalised output, which merge() combines over the spans of a long sequence; without, the output.
  *
  * In a decode step the row's own position is not in the cache yet (it is stored after the attention
  * phase, saving a barrier): its key and value come from this step's projection, rounded to bf16 as the
  * cache would hold them, and its score is computed in the same order as a cached one's. */
-INLINE void attend(const step *s, int l, int m, int h, float *scores) {
+INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *scores, float *partial) {
     const model *md = s->m;
-    int hd = md->head_dim, pos = s->pos[m], n = pos + 1, bs = md->block_size;
-    int g = h / (md->n_heads / md->n_kv_heads), own = !s->precise;
+    int hd = md->head_dim, pos = s->pos[m], bs = md->block_size, own = !s->precise && t1 == pos + 1;
+    int hpg = md->n_heads / md->n_kv_heads, n = t1 - t0, span = (n + bs - 1) / bs * bs;
     const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
-    float q[hd];
-    rotate(md, pos, qkv + (size_t)h * hd, q);
+    float q[MAX_GROUP][MAX_HEAD_DIM];
+    for (int j = 0; j < hpg; j++) rotate(md, pos, qkv + (size_t)(g * hpg + j) * hd, q[j]);
     uint16_t k_own[hd], v_own[hd];
     if (own) current_kv(s, l, m, g, k_own, v_own);
     float scale = 1.0f / sqrtf((float)hd);
-    int padded = (n + bs - 1) / bs * bs;
-    for (int b = 0; b < padded / bs; b++) {
-        const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m, b * bs));
+    for (int b = 0; b < span / bs; b++) {
+        const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m, t0 + b * bs));
         for (int c = 0; c < bs; c += LANES) {
-            /* Four chains over the dimensions (added in a fixed order), so the adds overlap. */
-            vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
-            for (int i = 0; i < hd; i += 4) {
-                for (int j = 0; j < 4; j++) acc[j] += vsplat(q[i + j]) * vbf16(k + (size_t)(i + j) * bs + c);
+            /* Four chains over the dimensions per head (added in a fixed order), so the adds overlap. */
+            vf acc[MAX_GROUP][4];
+            for (int j = 0; j < hpg; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = vsplat(0.0f);
+            for (int i = 0; i < hd; i++) {
+                vf key = vbf16(k + (size_t)i * bs + c);
+                for (int j = 0; j < hpg; j++) acc[j][i % 4] += vsplat(q[j][i]) * key;
             }
-            vstore(scores + b * bs + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
+            for (int j = 0; j < hpg; j++) {
+                vstore(scores + (size_t)j * span + b * bs + c, ((acc[j][0] + acc[j][1]) + (acc[j][2] + acc[j][3])) * scale);
+            }
         }
     }
-    if (own) {
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int i = 0; i < hd; i += 4) {
-            for (int j = 0; j < 4; j++) acc[j] += q[i + j] * bf16_to_float(k_own[i + j]);
+    for (int j = 0; j < hpg; j++) {
+        float *sc = scores + (size_t)j * span;
+        if (own) {
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int i = 0; i < hd; i++) acc[i % 4] += q[j][i] * bf16_to_float(k_own[i]);
+            sc[n - 1] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale;
         }
-        scores[pos] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale;
+        for (int t = n; t < span; t++) sc[t] = -INFINITY; /* past t1: not attended to */
+        vf top = vsplat(-INFINITY);
+        for (int t = 0; t < span; t += LANES) top = vmax(top, vload(sc + t));
+        float best = vmaxall(top);
+        for (int t = 0; t < span; t += LANES) vstore(sc + t, vexp(vload(sc + t) - best));
+        for (int t = n; t < span; t++) sc[t] = 0.0f; /* vexp's floor is tiny, not zero */
+        vf total = vsplat(0.0f);
+        for (int t = 0; t < span; t += LANES) total += vload(sc + t);
+        float *out = partial ? partial + (size_t)j * (hd + 2) : md->attn + (size_t)m * md->n_heads * hd + (size_t)(g * hpg + j) * hd;
+        if (partial) {
+            out[hd] = best;
+            out[hd + 1] = vsum(total);
+        }
+        float inv = partial ? 1.0f : 1.0f / vsum(total);
+        for (int i = 0; i < hd; i += LANES) { /* a slice of the dimensions at a time: its accumulator */
+            vf acc = vsplat(0.0f);
+            for (int t = 0; t < n; t++) {
+                const uint16_t *v = own && t == n - 1 ? v_own
+                                                      : cache_block(md, l, 1, g, slot_block(s, m, t0 + t)) +
+                                                            (size_t)((t0 + t) % bs) * hd;
+                acc += vsplat(sc[t]) * vbf16(v + i);
+            }
+            vstore(out + i, partial ? acc : acc * inv);
+        }
     }
-    for (int t = n; t < padded; t++) scores[t] = -INFINITY; /* past pos: not attended to */
-    vf top = vsplat(-INFINITY);
-    for (int t = 0; t < padded; t += LANES) top = vmax(top, vload(scores + t));
-    float best = vmaxall(top);
-    for (int t = 0; t < padded; t += LANES) vstore(scores + t, vexp(vload(scores + t) - best));
-    for (int t = n; t < padded; t++) scores[t] = 0.0f; /* vexp's floor is tiny, not zero */
-    vf total = vsplat(0.0f);
-    for (int t = 0; t < padded; t += LANES) total += vload(scores + t);
-    float sum = vsum(total);
+}
+
+/* Head h of row m from the partial results of its spans (`spans` of them): the largest score over all,
+ * each span's sum and output rescaled to it. One span is the single-pass result, bit for bit. */
+INLINE void merge(const step *s, int m, int h, const float *partials, int spans) {
+    const model *md = s->m;
+    int hd = md->head_dim;
+    size_t stride = (size_t)md->n_heads * (hd + 2); /* from one span of the row to the next */
+    float best = -INFINITY;
+    for (int c = 0; c < spans; c++) best = partials[c * stride + hd] > best ? partials[c * stride + hd] : best;
+    float total = 0.0f;
     float *out = md->attn + (size_t)m * md->n_heads * hd + (size_t)h * hd;
-    vf acc[MAX_HEAD_DIM / LANES];
-    for (int i = 0; i < hd / LANES; i++) acc[i] = vsplat(0.0f);
-    for (int t = 0; t < n; t++) {
-        const uint16_t *v = own && t == pos ? v_own : cache_block(md, l, 1, g, slot_block(s, m, t)) + (size_t)(t % bs) * hd;
-        vf p = vsplat(scores[t]);
-        for (int i = 0; i < hd / LANES; i++) acc[i] += p * vbf16(v + i * LANES);
+    for (int c = 0; c < spans; c++) {
+        const float *p = partials + c * stride;
+        float w = expf(p[hd] - best);
+        total += p[hd + 1] * w;
+        for (int i = 0; i < hd; i += LANES) {
+            vf prev = c ? vload(out + i) : vsplat(0.0f);
+            vstore(out + i, prev + vload(p + i) * w);
+        }
     }
-    float inv = 1.0f / sum;
-    for (int i = 0; i < hd / LANES; i++) vstore(out + i * LANES, acc[i] * inv);
+    float inv = 1.0f / total;
+    for (int i = 0; i < hd; i += LANES) vstore(out + i, vload(out + i) * inv);
 }
 
 /* -- the output projection -------------------------------------------------------------------- */
@@ -432,14 +468,29 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
             }
             pool_barrier(nth);
         }
-        for (int task = ith; task < rows * md->n_heads; task += nth) {
-            attend(s, l, task / md->n_heads, task % md->n_heads, scores);
-        }
-        pool_barrier(nth);
-        if (!s->precise) {
-            share_blocks(adim / QBLOCK, ith, nth, &b0, &b1);
+        if (s->precise) { /* many rows: a task per row and group, each over its whole sequence */
+            for (int task = ith; task < rows * md->n_kv_heads; task += nth) {
+                int m = task / md->n_kv_heads;
+                attend(s, l, m, task % md->n_kv_heads, 0, s->pos[m] + 1, scores, NULL);
+            }
+            pool_barrier(nth);
+        } else { /* few rows: each sequence in spans of SPAN positions, so long ones share the team */
+            int hpg = md->n_heads / md->n_kv_heads;
+            for (int task = ith; task < s->spans[rows] * md->n_kv_heads; task += nth) {
+                int g = task % md->n_kv_heads, at = task / md->n_kv_heads, m = 0;
+                while (s->spans[m + 1] <= at) m++;
+                int c = at - s->spans[m], t0 = c * SPAN, t1 = t0 + SPAN < s->pos[m] + 1 ? t0 + SPAN : s->pos[m] + 1;
+                attend(s, l, m, g, t0, t1, scores, md->partials + ((size_t)at * md->n_kv_heads + g) * hpg * (md->head_dim + 2));
+            }
+            pool_barrier(nth);
             qacts a = step_acts(md, adim);
-            for (int m = 0; m < rows; m++) quantize_blocks(md->attn + (size_t)m * adim, adim, &a, m, b0, b1);
+            for (int task = ith; task < rows * md->n_heads; task += nth) {
+                int m = task / md->n_heads, h = task % md->n_heads, g = h / hpg;
+                size_t first = ((size_t)s->spans[m] * md->n_kv_heads + g) * hpg + h % hpg;
+                merge(s, m, h, md->partials + first * (md->head_dim + 2), s->spans[m + 1] - s->spans[m]);
+                int per = md->head_dim / QBLOCK; /* the head's own blocks, now complete */
+                quantize_blocks(md->attn + (size_t)m * adim, adim, &a, m, h * per, (h + 1) * per);
+            }
             pool_barrier(nth);
         }
         project(s, &L->out, md->attn, s->x, (size_t)dim, 1, ith, nth);

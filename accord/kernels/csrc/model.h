@@ -13,8 +13,12 @@ typedef struct {
     qmatrix down;
 } layer;
 
-/* The attention scores of one member: a whole number of cache blocks of positions. */
-#define SCORE_STRIDE(md) (((size_t)(md)->max_pos + 15) / 16 * 16)
+/* The attention scores of one member: every head of a group, a whole number of cache blocks each. */
+#define SCORE_STRIDE(md) (((size_t)(md)->max_pos + 15) / 16 * 16 * ((md)->n_heads / (md)->n_kv_heads))
+/* A decode row's sequence is attended to in spans of this many positions, merged after (forward.h). */
+#define SPAN 256
+/* The most query heads one KV head may serve. */
+#define MAX_GROUP 8
 
 typedef struct {
     int n_layers, dim, n_heads, n_kv_heads, head_dim, n_ff;
@@ -35,6 +39,7 @@ typedef struct {
     int cap_rows, cap_logits, cap_threads;
     int8_t *aq;
     float *ad, *as, *x, *h, *qkv, *attn, *gu, *hidden, *scores, *unpacked;
+    float *partials; /* per decode row, span and head: output, largest score, sum (hd + 2 floats) */
 } model;
 
 /* One step: `rows` tokens of one or more sequences. Every row stores its key and value first, then
@@ -50,6 +55,7 @@ typedef struct {
     int table_stride;
     const int32_t *row_table; /* [rows] the table of each row's sequence */
     const int32_t *logit_rows;/* [n_logits] the rows whose logits are wanted */
+    const int32_t *spans;     /* [rows + 1] decode rows: where each row's spans start in the count of all */
     int n_logits;
     float *logits;            /* [n_logits][head.rows] out */
 } step;

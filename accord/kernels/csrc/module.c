@@ -88,8 +88,9 @@ static qmatrix matrix_of(const long long *v) {
 
 /* The inputs of a step, read from Python lists into buffers the handle keeps. */
 typedef struct {
-    int32_t *ids, *pos, *tables, *lengths, *row_table, *logit_rows, *row;
-    size_t cap_ids, cap_pos, cap_tables, cap_lengths, cap_row_table, cap_logit_rows, cap_row;
+    int32_t *ids, *pos, *tables, *lengths, *row_table, *logit_rows, *row, *spans;
+    size_t cap_ids, cap_pos, cap_tables, cap_lengths, cap_row_table, cap_logit_rows, cap_row, cap_spans;
+    size_t cap_partials;
 } inputs;
 
 typedef struct {
@@ -108,6 +109,8 @@ static void free_model(PyObject *capsule) {
     free(h->in.row_table);
     free(h->in.logit_rows);
     free(h->in.row);
+    free(h->in.spans);
+    free(h->m.partials);
     free(h->m.layers);
     free(h->m.aq);
     free(h->m.ad);
@@ -139,8 +142,8 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads || head_dim % 16 ||
-        head_dim > MAX_HEAD_DIM || dim % QBLOCK || n_ff % QBLOCK || (n_heads * head_dim) % QBLOCK ||
-        block_size != 16) {
+        head_dim > MAX_HEAD_DIM || head_dim % QBLOCK || dim % QBLOCK || n_ff % QBLOCK ||
+        n_heads / n_kv_heads > MAX_GROUP || block_size != 16) {
         PyErr_SetString(PyExc_ValueError, "model shape not supported by the decode kernels");
         return NULL;
     }
@@ -373,8 +376,31 @@ static PyObject *run_step(PyObject *self, PyObject *args) {
         }
     }
     if (reserve(m, (int)rows, (int)n_logits, pool_threads()) < 0) return NULL;
-    step s = {m, (int)rows, precise, m->x, in->ids, in->pos, in->tables, stride, in->row_table,
-              in->logit_rows, (int)n_logits, (float *)(intptr_t)logits};
+    /* A decode row's sequence is attended to in spans of SPAN positions (forward.h). */
+    if ((size_t)rows + 1 > in->cap_spans) {
+        if (grow((void **)&in->spans, ((size_t)rows + 1) * sizeof(int32_t)) < 0) return PyErr_NoMemory();
+        in->cap_spans = (size_t)rows + 1;
+    }
+    in->spans[0] = 0;
+    for (Py_ssize_t i = 0; i < rows; i++) in->spans[i + 1] = in->spans[i] + (precise ? 1 : in->pos[i] / SPAN + 1);
+    size_t partials = precise ? 0 : (size_t)in->spans[rows] * m->n_heads * (m->head_dim + 2);
+    if (partials > in->cap_partials) {
+        if (grow((void **)&m->partials, partials * sizeof(float)) < 0) return PyErr_NoMemory();
+        in->cap_partials = partials;
+    }
+    step s = {.m = m,
+              .rows = (int)rows,
+              .precise = precise,
+              .x = m->x,
+              .ids = in->ids,
+              .pos = in->pos,
+              .tables = in->tables,
+              .table_stride = stride,
+              .row_table = in->row_table,
+              .logit_rows = in->logit_rows,
+              .n_logits = (int)n_logits,
+              .spans = in->spans,
+              .logits = (float *)(intptr_t)logits};
     const isa_ops *ops = ops_for(h->isa);
     Py_BEGIN_ALLOW_THREADS
     pool_run(ops->step, &s);
