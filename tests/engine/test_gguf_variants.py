@@ -18,13 +18,14 @@ import torch
 from accord.engine.local import packaged_model_path
 from accord.engine.local._batch import StepRows
 from accord.engine.local._blocks import BlockPool, KVCache
-from accord.engine.local._gguf import TokenizerData, read_model_file
+from accord.engine.local._gguf import RawTensor, TokenizerData, read_model_file
 from accord.engine.local._model import LlamaModel
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
-from accord.engine.local._weights import build_weights
+from accord.engine.local._weights import _for_kernels, build_weights
+from accord.kernels.quant import QuantKind
 from accord.kernels.sampling import SamplingRow
 from tests.engine.reference_llama import ReferenceLlama
 
@@ -47,7 +48,12 @@ def vocabulary() -> TokenizerData:
     return dataclasses.replace(full, tokens=tokens, token_types=full.token_types[:VOCAB], merges=merges)
 
 
-def write_tiny_llama(path: Path, vocab: TokenizerData, weight_type: Q, tied: bool) -> None:
+def write_tiny_llama(
+    path: Path, vocab: TokenizerData, weight_type: Q, tied: bool, requantized: Q | None = None
+) -> None:
+    """A 2-layer model with random weights of ``weight_type``; with ``requantized``, the same model with
+    every matrix then re-quantised to that type (what the C step multiplies for a kind it does not
+    read), so a reference built on it is what the engine should compute."""
     rng = np.random.default_rng(int(weight_type) + 100 * tied)
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_block_count(LAYERS)
@@ -72,8 +78,11 @@ def write_tiny_llama(path: Path, vocab: TokenizerData, weight_type: Q, tied: boo
             writer.add_tensor(name, values)
         elif weight_type == Q.F16:
             writer.add_tensor(name, values.astype(np.float16))
-        else:
+        elif requantized is None:
             writer.add_tensor(name, gguf.quants.quantize(values, weight_type), raw_dtype=weight_type)
+        else:
+            stored = gguf.quants.dequantize(gguf.quants.quantize(values, weight_type), weight_type)
+            writer.add_tensor(name, gguf.quants.quantize(stored, requantized), raw_dtype=requantized)
 
     def vector(name: str) -> None:
         writer.add_tensor(name, (1 + 0.1 * rng.standard_normal(EMBD)).astype(np.float32))
@@ -153,12 +162,18 @@ def test_engine_matches_a_float32_reference(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Both paths: the C step (where its kernels read the weights) and torch's (``ACCORD_C_KERNELS=off``,
-    what an install without a C compiler runs)."""
+    what an install without a C compiler runs). A block kind the C step does not read (Q5_0) runs
+    re-quantised to Q8_0 there, so its reference is the re-quantised model (the re-quantisation's own
+    error is bounded in ``test_a_kind_the_kernels_do_not_read_becomes_q8_0_within_half_a_step``)."""
     monkeypatch.setenv("ACCORD_C_KERNELS", kernels)
     path = tmp_path / f"tiny-{weight_type.name}.gguf"
     write_tiny_llama(path, vocabulary, weight_type, tied)
     ids = [int(i) for i in np.random.default_rng(7).integers(20, VOCAB, 24)]
-    reference = ReferenceLlama(path).logits(ids)
+    if kernels == "on" and weight_type == Q.Q5_0:
+        write_tiny_llama(tmp_path / "as-run.gguf", vocabulary, weight_type, tied, requantized=Q.Q8_0)
+        reference = ReferenceLlama(tmp_path / "as-run.gguf").logits(ids)
+    else:
+        reference = ReferenceLlama(path).logits(ids)
     prompt, decode = engine_logits(path, ids)
     for got, want in ((prompt, reference[:-1]), (decode[None], reference[-1:])):
         # bf16 activations put a few percent of noise on a random network's logits; a wrong layout or
@@ -170,6 +185,41 @@ def test_engine_matches_a_float32_reference(
         best = want.topk(2, dim=-1).values
         clear = (best[:, 0] - best[:, 1]) > 0.3 * spread
         assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
+
+
+def test_a_kind_the_kernels_do_not_read_becomes_q8_0_within_half_a_step(
+    tmp_path: Path, vocabulary: TokenizerData
+) -> None:
+    """Every re-quantised weight is within half a Q8_0 step (its block's largest weight / 254) of the
+    stored one, plus what storing the step as fp16 moves the largest value (127 steps * 2^-11), and a
+    mixed matrix (Q4_1 and Q5_0 parts, as K-quant files mix Q4_K and Q6_K) is one
+    Q8_0 matrix holding both."""
+    path = tmp_path / "tiny-Q5_0.gguf"
+    write_tiny_llama(path, vocabulary, Q.Q5_0, tied=True)
+    tensors = read_model_file(path).tensors
+    cpu = torch.device("cpu")
+    stored = dequantize_tensor(tensors["blk.0.ffn_gate.weight"])
+    packed = _for_kernels([tensors["blk.0.ffn_gate.weight"]], cpu)
+    assert packed.kind is QuantKind.Q8_0
+    half_step = stored.reshape(stored.shape[0], -1, 32).abs().amax(-1, keepdim=True) / 254
+    assert bool(
+        (
+            (packed.dense() - stored).reshape(half_step.shape[0], -1, 32).abs()
+            <= half_step * (1 + 254 * 2**-11)
+        ).all()
+    )
+    other = tmp_path / "tiny-Q4_1.gguf"
+    write_tiny_llama(other, vocabulary, Q.Q4_1, tied=True)
+    q41 = read_model_file(other).tensors["blk.0.attn_q.weight"]
+    mixed = _for_kernels([q41, tensors["blk.0.attn_k.weight"]], cpu)
+    assert (
+        mixed.kind is QuantKind.Q8_0 and mixed.rows == q41.shape[0] + tensors["blk.0.attn_k.weight"].shape[0]
+    )
+
+
+def dequantize_tensor(raw: RawTensor) -> torch.Tensor:
+    values = gguf.quants.dequantize(np.array(raw.data), gguf.GGMLQuantizationType(raw.ggml_type))
+    return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(raw.shape)
 
 
 @pytest.mark.parametrize("kernels", ["on", "off"])

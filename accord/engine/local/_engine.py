@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import anyio
+import gguf
 import structlog
 import torch
 
@@ -165,6 +166,7 @@ class LocalEngine:
             # The build is thousands of small memory-bound ops: one thread does them as fast as two on
             # an idle machine, and several times faster when the other core is busy.
             torch.set_num_threads(1)
+            other = sorted({t.ggml_type for t in model_file.tensors.values() if t.kind == "OTHER"})
             weights = build_weights(model_file, dev, dtype, quantized=quantized)
             del model_file  # drops the file's memory map: only the built weights stay resident
             release_freed_memory(collect=True)
@@ -178,6 +180,7 @@ class LocalEngine:
                     "decode kernels",
                     instruction_set=decode.ISA_NAMES[model.decoder.isa],
                     threads=compute_threads,
+                    requantized_to_q8_0=[gguf.GGMLQuantizationType(t).name for t in other],
                 )
             elif dev.type == "cpu":
                 torch.set_num_threads(compute_threads)

@@ -1,7 +1,7 @@
 """Turning raw GGUF tensors into the weights the forward pass multiplies by.
 
 On CPU, Q4_0, Q4_1 and Q8_0 matrices keep their bytes, rearranged for the C decode kernels
-(``PackedLinear``), or, where those kernels are not built, 4-bit ones go to torch's int4 kernel (``Int4Linear``);
+(``PackedLinear``; other block kinds are re-quantised to Q8_0 for them), or, where those kernels are not built, 4-bit ones go to torch's int4 kernel (``Int4Linear``);
 everything else becomes a dense matrix in the compute dtype. Projections that read the same input are
 concatenated -- Q, K and V into one matrix, gate and up into another -- so each layer does three matmuls
 instead of seven.
@@ -79,14 +79,34 @@ def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
 
 def _embedding(raw: RawTensor, device: torch.device, dtype: torch.dtype, packed: bool) -> Embedding:
     """A table looked up by row: stored rows where they can be dequantised per lookup, else dense;
-    packed where ``packed`` and the C kernels read its kind (the stored rows are then not kept)."""
+    packed where ``packed`` and the C kernels run (the stored rows are then not kept; a kind they do
+    not read becomes Q8_0, see ``_for_kernels``)."""
+    if packed and device.type == "cpu" and decode.available() and _quantized(raw):
+        table = _for_kernels([raw], device)
+        return Embedding(torch.empty(0, dtype=torch.uint8), table.kind, table)
     if raw.kind == "OTHER":
         return Embedding(_dense(raw, device).to(dtype), "DENSE")
-    stored = _tensor(raw, device).reshape(raw.shape[0], -1)
-    if packed and device.type == "cpu" and isinstance(raw.kind, QuantKind) and decode.supports(raw.kind):
-        table = PackedLinear(stored, raw.kind)
-        return Embedding(stored[:0], raw.kind, table)
-    return Embedding(stored, raw.kind)
+    return Embedding(_tensor(raw, device).reshape(raw.shape[0], -1), raw.kind)
+
+
+def _quantized(raw: RawTensor) -> bool:
+    """Stored below 16 bits a weight: a GGML block kind (float matrices are left as they are)."""
+    return isinstance(raw.kind, QuantKind) or raw.kind == "OTHER"
+
+
+def _for_kernels(parts: list[RawTensor], device: torch.device) -> PackedLinear:
+    """``parts`` stacked by rows for the C kernels: as stored where they all are one kind the kernels
+    read, else re-quantised to Q8_0 (K-quants, Q5 and the other kinds, or a mix of kinds, which one
+    matrix cannot hold). Q8_0 is finer than any of those, so the re-quantisation adds little error, and
+    it doubles a 4-bit matrix's size."""
+    kinds = {p.kind for p in parts}
+    kind = next(iter(kinds))
+    if len(kinds) == 1 and isinstance(kind, QuantKind) and decode.supports(kind):
+        return PackedLinear(torch.cat([_tensor(p, device) for p in parts]), kind)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    blocks = [gguf.quants.quantize(_dense(p, device).numpy(), q8) for p in parts]
+    raw = torch.from_numpy(np.ascontiguousarray(np.concatenate(blocks)))
+    return PackedLinear(raw.reshape(sum(p.shape[0] for p in parts), -1), QuantKind.Q8_0)
 
 
 def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
@@ -108,10 +128,9 @@ def make_linear(
     """One matrix made of ``parts`` stacked by rows (4-bit where ``quantized`` and the device allows)."""
     kinds = {p.kind for p in parts}
     kind = next(iter(kinds))
+    if quantized and device.type == "cpu" and decode.available() and all(map(_quantized, parts)):
+        return _for_kernels(parts, device)
     cpu_blocks = quantized and len(kinds) == 1 and device.type == "cpu" and isinstance(kind, QuantKind)
-    if cpu_blocks and decode.supports(kind):
-        assert isinstance(kind, QuantKind)
-        return PackedLinear(torch.cat([_tensor(p, device) for p in parts]), kind)
     if cpu_blocks and kind in (QuantKind.Q4_0, QuantKind.Q4_1):
         assert isinstance(kind, QuantKind)
         raw = torch.cat([_tensor(p, device) for p in parts])
