@@ -267,28 +267,28 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
     uint16_t k_own[hd], v_own[hd];
     if (own) current_kv(s, l, m, g, k_own, v_own);
     float scale = 1.0f / sqrtf((float)hd);
+    /* One block of keys (or values) as float32, converted once for every head of the group. */
+    float block[MAX_HEAD_DIM * 16];
     for (int b = 0; b < span / bs; b++) {
         const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m, t0 + b * bs));
-        for (int c = 0; c < bs; c += LANES) {
-            /* Four chains over the dimensions per head (added in a fixed order), so the adds overlap. */
-            vf acc[MAX_GROUP][4];
-            for (int j = 0; j < hpg; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = vsplat(0.0f);
-            for (int i = 0; i < hd; i++) {
-                vf key = vbf16(k + (size_t)i * bs + c);
-                for (int j = 0; j < hpg; j++) acc[j][i % 4] += vsplat(q[j][i]) * key;
-            }
-            for (int j = 0; j < hpg; j++) {
-                vstore(scores + (size_t)j * span + b * bs + c, ((acc[j][0] + acc[j][1]) + (acc[j][2] + acc[j][3])) * scale);
+        for (int i = 0; i < hd * bs; i += LANES) vstore(block + i, vbf16(k + i));
+        if (own && b == span / bs - 1) {
+            for (int i = 0; i < hd; i++) block[i * bs + (pos % bs)] = bf16_to_float(k_own[i]);
+        }
+        for (int j = 0; j < hpg; j++) {
+            for (int c = 0; c < bs; c += LANES) {
+                /* Four chains over the dimensions (added in a fixed order), so the adds overlap. */
+                vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+                for (int i = 0; i < hd; i += 4) {
+                    for (int r = 0; r < 4; r++) acc[r] += vsplat(q[j][i + r]) * vload(block + (i + r) * bs + c);
+                }
+                vstore(scores + (size_t)j * span + b * bs + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
             }
         }
     }
+    float sums[MAX_GROUP];
     for (int j = 0; j < hpg; j++) {
         float *sc = scores + (size_t)j * span;
-        if (own) {
-            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            for (int i = 0; i < hd; i++) acc[i % 4] += q[j][i] * bf16_to_float(k_own[i]);
-            sc[n - 1] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale;
-        }
         for (int t = n; t < span; t++) sc[t] = -INFINITY; /* past t1: not attended to */
         vf top = vsplat(-INFINITY);
         for (int t = 0; t < span; t += LANES) top = vmax(top, vload(sc + t));
@@ -297,21 +297,37 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
         for (int t = n; t < span; t++) sc[t] = 0.0f; /* vexp's floor is tiny, not zero */
         vf total = vsplat(0.0f);
         for (int t = 0; t < span; t += LANES) total += vload(sc + t);
-        float *out = partial ? partial + (size_t)j * (hd + 2) : md->attn + (size_t)m * md->n_heads * hd + (size_t)(g * hpg + j) * hd;
-        if (partial) {
-            out[hd] = best;
-            out[hd + 1] = vsum(total);
+        sums[j] = vsum(total);
+        if (partial) partial[(size_t)j * (hd + 2) + hd] = best;
+    }
+    /* Each head's output accumulates in place, over the positions in order. */
+    float *out[MAX_GROUP];
+    for (int j = 0; j < hpg; j++) {
+        out[j] = partial ? partial + (size_t)j * (hd + 2) : md->attn + (size_t)m * md->n_heads * hd + (size_t)(g * hpg + j) * hd;
+        for (int i = 0; i < hd; i += LANES) vstore(out[j] + i, vsplat(0.0f));
+    }
+    for (int b = 0; b < span / bs; b++) {
+        const uint16_t *v = cache_block(md, l, 1, g, slot_block(s, m, t0 + b * bs));
+        int count = n - b * bs < bs ? n - b * bs : bs;
+        for (int i = 0; i < count * hd; i += LANES) vstore(block + i, vbf16(v + i));
+        if (own && b == span / bs - 1) {
+            for (int i = 0; i < hd; i++) block[(pos % bs) * hd + i] = bf16_to_float(v_own[i]);
         }
-        float inv = partial ? 1.0f : 1.0f / vsum(total);
-        for (int i = 0; i < hd; i += LANES) { /* a slice of the dimensions at a time: its accumulator */
-            vf acc = vsplat(0.0f);
-            for (int t = 0; t < n; t++) {
-                const uint16_t *v = own && t == n - 1 ? v_own
-                                                      : cache_block(md, l, 1, g, slot_block(s, m, t0 + t)) +
-                                                            (size_t)((t0 + t) % bs) * hd;
-                acc += vsplat(sc[t]) * vbf16(v + i);
+        for (int j = 0; j < hpg; j++) {
+            const float *p = scores + (size_t)j * span + b * bs;
+            for (int i = 0; i < hd; i += LANES) {
+                vf acc = vload(out[j] + i);
+                for (int t = 0; t < count; t++) acc += vsplat(p[t]) * vload(block + t * hd + i);
+                vstore(out[j] + i, acc);
             }
-            vstore(out + i, partial ? acc : acc * inv);
+        }
+    }
+    for (int j = 0; j < hpg; j++) {
+        if (partial) {
+            partial[(size_t)j * (hd + 2) + hd + 1] = sums[j];
+        } else {
+            float inv = 1.0f / sums[j];
+            for (int i = 0; i < hd; i += LANES) vstore(out[j] + i, vload(out[j] + i) * inv);
         }
     }
 }
