@@ -4,7 +4,7 @@
 
 #define TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #define NAME(x) x##_avx512
-#define TILE 4
+#define TILE 8
 #define ALWAYS static inline __attribute__((always_inline)) TARGET
 
 #define LANES 16
@@ -24,7 +24,7 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
     size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
     const __m512i low = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char)0x80);
     __m512 acc[TILE];
-    _Pragma("GCC unroll 4")
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < mt; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb;
@@ -42,7 +42,7 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
                 w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
             }
         }
-        _Pragma("GCC unroll 4")
+        _Pragma("GCC unroll 8")
         for (int t = 0; t < mt; t++) {
             int row = m0 + t;
             const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
@@ -59,7 +59,7 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
             acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->s[(size_t)row * nb + b]), acc[t]);
         }
     }
-    _Pragma("GCC unroll 4")
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < mt; t++) _mm512_storeu_ps(res + t * GROUP, acc[t]);
 }
 
@@ -68,7 +68,11 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
         case 1: dots(group, KIND, nb, a, m0, 1, res); break;         \
         case 2: dots(group, KIND, nb, a, m0, 2, res); break;         \
         case 3: dots(group, KIND, nb, a, m0, 3, res); break;         \
-        default: dots(group, KIND, nb, a, m0, 4, res); break;        \
+        case 4: dots(group, KIND, nb, a, m0, 4, res); break;         \
+        case 5: dots(group, KIND, nb, a, m0, 5, res); break;         \
+        case 6: dots(group, KIND, nb, a, m0, 6, res); break;         \
+        case 7: dots(group, KIND, nb, a, m0, 7, res); break;         \
+        default: dots(group, KIND, nb, a, m0, 8, res); break;        \
     }
 
 /* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
@@ -86,14 +90,14 @@ static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qact
  * fused multiply-add per weight, in order of k. */
 ALWAYS void float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, const int mt, float *res) {
     __m512 acc[TILE];
-    _Pragma("GCC unroll 4")
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < mt; t++) acc[t] = _mm512_setzero_ps();
     for (int k = 0; k < cols; k++) {
         __m512 w = _mm512_loadu_ps(wf + (size_t)k * GROUP);
-        _Pragma("GCC unroll 4")
+        _Pragma("GCC unroll 8")
         for (int t = 0; t < mt; t++) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(x[(size_t)(m0 + t) * xstride + k]), w, acc[t]);
     }
-    _Pragma("GCC unroll 4")
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < mt; t++) _mm512_storeu_ps(res + t * GROUP, acc[t]);
 }
 
@@ -103,7 +107,11 @@ static TARGET void group_float_dots(const float *wf, int cols, const float *x, s
         case 1: float_dots(wf, cols, x, xstride, m0, 1, res); break;
         case 2: float_dots(wf, cols, x, xstride, m0, 2, res); break;
         case 3: float_dots(wf, cols, x, xstride, m0, 3, res); break;
-        default: float_dots(wf, cols, x, xstride, m0, 4, res); break;
+        case 4: float_dots(wf, cols, x, xstride, m0, 4, res); break;
+        case 5: float_dots(wf, cols, x, xstride, m0, 5, res); break;
+        case 6: float_dots(wf, cols, x, xstride, m0, 6, res); break;
+        case 7: float_dots(wf, cols, x, xstride, m0, 7, res); break;
+        default: float_dots(wf, cols, x, xstride, m0, 8, res); break;
     }
 }
 
