@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from accord.kernels.quant import QuantKind
@@ -90,20 +91,31 @@ class PackedLinear:
     and ``rows`` give float32 weights exactly as ggml defines the blocks.
     """
 
-    def __init__(self, raw: torch.Tensor, kind: QuantKind) -> None:
-        """``raw``: the matrix's GGML blocks, CPU uint8 [rows, row_bytes]."""
+    def __init__(self, raw: torch.Tensor | np.ndarray, kind: QuantKind) -> None:
+        """``raw``: the matrix's GGML blocks, uint8 [rows, row_bytes] on the CPU -- a torch tensor, or a
+        numpy array such as a view of the model file's memory map (packed without a copy of it)."""
         assert _EXT is not None
         if not supports(kind):
             raise ValueError(f"no block kernel for {kind}")
-        if raw.dtype != torch.uint8 or raw.dim() != 2 or raw.device.type != "cpu":
+        if isinstance(raw, np.ndarray):
+            array = np.ascontiguousarray(raw)
+            ok, address, shape = (
+                array.dtype == np.uint8 and array.ndim == 2,
+                int(array.ctypes.data),
+                array.shape,
+            )
+        else:
+            tensor = raw.contiguous()
+            ok = tensor.dtype == torch.uint8 and tensor.dim() == 2 and tensor.device.type == "cpu"
+            address, shape = tensor.data_ptr(), tuple(tensor.shape)
+        if not ok:
             raise ValueError("expected CPU uint8 blocks [rows, row_bytes]")
-        raw = raw.contiguous()
         self.kind = kind
-        self.rows = int(raw.shape[0])
-        self.cols = int(raw.shape[1]) // kind.block_bytes * 32
+        self.rows = int(shape[0])
+        self.cols = int(shape[1]) // kind.block_bytes * 32
         code = KIND_CODES[kind]
         self.packed = torch.empty(_EXT.packed_size(code, self.rows, self.cols), dtype=torch.uint8)
-        _EXT.pack(code, raw.data_ptr(), self.rows, self.cols, self.packed.data_ptr())
+        _EXT.pack(code, address, self.rows, self.cols, self.packed.data_ptr())
 
     @property
     def out_features(self) -> int:

@@ -102,7 +102,9 @@ def _for_kernels(parts: list[RawTensor], device: torch.device) -> PackedLinear:
     kinds = {p.kind for p in parts}
     kind = next(iter(kinds))
     if len(kinds) == 1 and isinstance(kind, QuantKind) and decode.supports(kind):
-        return PackedLinear(torch.cat([_tensor(p, device) for p in parts]), kind)
+        # Packed straight from the file's memory map (a single part needs no copy at all).
+        views = [np.asarray(p.data).reshape(p.shape[0], -1) for p in parts]
+        return PackedLinear(views[0] if len(views) == 1 else np.concatenate(views), kind)
     q8 = gguf.GGMLQuantizationType.Q8_0
     blocks = [gguf.quants.quantize(_dense(p, device).numpy(), q8) for p in parts]
     raw = torch.from_numpy(np.ascontiguousarray(np.concatenate(blocks)))
