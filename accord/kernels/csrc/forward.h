@@ -85,6 +85,40 @@ INLINE void share_blocks(int n, int ith, int nth, int *b0, int *b1) {
 
 /* -- matrix products -------------------------------------------------------------------------- */
 
+/* One call per kind and tile size, each a copy specialised to its constants: the compiler keeps a
+ * constant tile's accumulators in registers. Tile sizes past TILE never occur (mt <= TILE). */
+#define AT_MOST_TILE(n) ((n) <= TILE ? (n) : TILE)
+#define BY_TILE(CALL)                                  \
+    switch (mt) {                                      \
+        case 1: CALL(1); break;                        \
+        case 2: CALL(AT_MOST_TILE(2)); break;          \
+        case 3: CALL(AT_MOST_TILE(3)); break;          \
+        case 4: CALL(AT_MOST_TILE(4)); break;          \
+        case 5: CALL(AT_MOST_TILE(5)); break;          \
+        case 6: CALL(AT_MOST_TILE(6)); break;          \
+        case 7: CALL(AT_MOST_TILE(7)); break;          \
+        default: CALL(AT_MOST_TILE(8)); break;         \
+    }
+
+static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
+#define Q4_0_DOTS(n) dots(group, KIND_Q4_0, nb, a, m0, n, res)
+#define Q4_1_DOTS(n) dots(group, KIND_Q4_1, nb, a, m0, n, res)
+#define Q8_0_DOTS(n) dots(group, KIND_Q8_0, nb, a, m0, n, res)
+    if (kind == KIND_Q4_0) {
+        BY_TILE(Q4_0_DOTS)
+    } else if (kind == KIND_Q4_1) {
+        BY_TILE(Q4_1_DOTS)
+    } else {
+        BY_TILE(Q8_0_DOTS)
+    }
+}
+
+static TARGET void group_float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, int mt,
+                                    float *res) {
+#define FLOAT_DOTS(n) float_dots(wf, cols, x, xstride, m0, n, res)
+    BY_TILE(FLOAT_DOTS)
+}
+
 /* This member's share of the groups of `w`: [g0, g1). */
 INLINE void share(const qmatrix *w, int ith, int nth, int *g0, int *g1) {
     int groups = matrix_groups(w), per = (groups + nth - 1) / nth;

@@ -74,25 +74,10 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
     for (int t = 0; t < mt; t++) _mm256_storeu_ps(res + t * GROUP + h * 8, acc[t]);
 }
 
-#define DOTS_FOR(KIND)                                                         \
-    switch (mt) {                                                              \
-        case 1: half_dots(group, KIND, nb, a, m0, 1, h, res); break;          \
-        case 2: half_dots(group, KIND, nb, a, m0, 2, h, res); break;          \
-        case 3: half_dots(group, KIND, nb, a, m0, 3, h, res); break;          \
-        default: half_dots(group, KIND, nb, a, m0, 4, h, res); break;         \
-    }
-
-/* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
-static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
-    for (int h = 0; h < 2; h++) {
-        if (kind == KIND_Q4_0) {
-            DOTS_FOR(KIND_Q4_0)
-        } else if (kind == KIND_Q4_1) {
-            DOTS_FOR(KIND_Q4_1)
-        } else {
-            DOTS_FOR(KIND_Q8_0)
-        }
-    }
+/* Both halves of a group (see forward.h). */
+ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, int m0, const int mt, float *res) {
+    half_dots(group, kind, nb, a, m0, mt, 0, res);
+    half_dots(group, kind, nb, a, m0, mt, 1, res);
 }
 
 /* res[t][i] = x[m0 + t] . row i of the group, from the group unpacked weight-major (wf[k][GROUP]): a
@@ -114,16 +99,6 @@ ALWAYS void float_dots(const float *wf, int cols, const float *x, size_t xstride
     for (int t = 0; t < mt; t++) {
         _mm256_storeu_ps(res + t * GROUP, lo[t]);
         _mm256_storeu_ps(res + t * GROUP + 8, hi[t]);
-    }
-}
-
-static TARGET void group_float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, int mt,
-                                    float *res) {
-    switch (mt) {
-        case 1: float_dots(wf, cols, x, xstride, m0, 1, res); break;
-        case 2: float_dots(wf, cols, x, xstride, m0, 2, res); break;
-        case 3: float_dots(wf, cols, x, xstride, m0, 3, res); break;
-        default: float_dots(wf, cols, x, xstride, m0, 4, res); break;
     }
 }
 

@@ -63,29 +63,6 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
     for (int t = 0; t < mt; t++) _mm512_storeu_ps(res + t * GROUP, acc[t]);
 }
 
-#define DOTS_FOR(KIND)                                               \
-    switch (mt) {                                                    \
-        case 1: dots(group, KIND, nb, a, m0, 1, res); break;         \
-        case 2: dots(group, KIND, nb, a, m0, 2, res); break;         \
-        case 3: dots(group, KIND, nb, a, m0, 3, res); break;         \
-        case 4: dots(group, KIND, nb, a, m0, 4, res); break;         \
-        case 5: dots(group, KIND, nb, a, m0, 5, res); break;         \
-        case 6: dots(group, KIND, nb, a, m0, 6, res); break;         \
-        case 7: dots(group, KIND, nb, a, m0, 7, res); break;         \
-        default: dots(group, KIND, nb, a, m0, 8, res); break;        \
-    }
-
-/* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
-static TARGET void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
-    if (kind == KIND_Q4_0) {
-        DOTS_FOR(KIND_Q4_0)
-    } else if (kind == KIND_Q4_1) {
-        DOTS_FOR(KIND_Q4_1)
-    } else {
-        DOTS_FOR(KIND_Q8_0)
-    }
-}
-
 /* res[t][i] = x[m0 + t] . row i of the group, from the group unpacked weight-major (wf[k][GROUP]): a
  * fused multiply-add per weight, in order of k. */
 ALWAYS void float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, const int mt, float *res) {
@@ -99,20 +76,6 @@ ALWAYS void float_dots(const float *wf, int cols, const float *x, size_t xstride
     }
     _Pragma("GCC unroll 8")
     for (int t = 0; t < mt; t++) _mm512_storeu_ps(res + t * GROUP, acc[t]);
-}
-
-static TARGET void group_float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, int mt,
-                                    float *res) {
-    switch (mt) {
-        case 1: float_dots(wf, cols, x, xstride, m0, 1, res); break;
-        case 2: float_dots(wf, cols, x, xstride, m0, 2, res); break;
-        case 3: float_dots(wf, cols, x, xstride, m0, 3, res); break;
-        case 4: float_dots(wf, cols, x, xstride, m0, 4, res); break;
-        case 5: float_dots(wf, cols, x, xstride, m0, 5, res); break;
-        case 6: float_dots(wf, cols, x, xstride, m0, 6, res); break;
-        case 7: float_dots(wf, cols, x, xstride, m0, 7, res); break;
-        default: float_dots(wf, cols, x, xstride, m0, 8, res); break;
-    }
 }
 
 #include "forward.h"

@@ -7,7 +7,8 @@
 #include "vec.h"
 
 /* res[t][i] = row i of the group . activation row m0 + t, for t < mt (see forward.h). */
-static void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, int m0, int mt, float *res) {
+static inline __attribute__((always_inline)) void dots(const uint8_t *group, const int kind, int nb, const qacts *a,
+                                                       int m0, const int mt, float *res) {
     size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
     for (int j = 0; j < mt * GROUP; j++) res[j] = 0.0f;
     for (int b = 0; b < nb; b++) {
@@ -45,7 +46,8 @@ static void group_dots(const uint8_t *group, int kind, int nb, const qacts *a, i
 }
 
 /* res[t][i] = x[m0 + t] . row i of the group, from the group unpacked weight-major (wf[k][GROUP]). */
-static void group_float_dots(const float *wf, int cols, const float *x, size_t xstride, int m0, int mt, float *res) {
+static inline __attribute__((always_inline)) void float_dots(const float *wf, int cols, const float *x, size_t xstride,
+                                                             int m0, const int mt, float *res) {
     for (int t = 0; t < mt; t++) {
         const float *row = x + (size_t)(m0 + t) * xstride;
         vf acc[GROUP / LANES];

@@ -245,6 +245,13 @@ static int reserve(model *m, int rows, int n_logits, int nth) {
     return 0;
 }
 
+/* Whether an entry got the number of arguments it takes (a TypeError if not). */
+static int takes(Py_ssize_t nargs, Py_ssize_t want, const char *entry) {
+    if (nargs == want) return 1;
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", entry, want);
+    return 0;
+}
+
 static int args_to_addresses(PyObject *const *args, Py_ssize_t n, long long *out) {
     for (Py_ssize_t i = 0; i < n; i++) {
         out[i] = PyLong_AsLongLong(args[i]);
@@ -410,10 +417,7 @@ static PyObject *run_step(PyObject *self, PyObject *args) {
 
 /* logits(model, rows, hidden, logits) */
 static PyObject *logits_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "logits takes 4 arguments");
-        return NULL;
-    }
+    if (!takes(nargs, 4, "logits")) return NULL;
     handle *h = PyCapsule_GetPointer(args[0], "accord.decode.model");
     if (!h) return NULL;
     long long v[3];
@@ -437,15 +441,21 @@ static PyObject *packed_size_call(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(packed_size(kind, rows, cols));
 }
 
+/* The arguments of an entry that names a matrix first, as (kind, address, rows, cols, ...): all of them
+ * read into v, the matrix checked; -1 with an exception set otherwise. */
+static int matrix_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *entry, long long *v,
+                       qmatrix *w) {
+    if (!takes(nargs, want, entry) || args_to_addresses(args, want, v) < 0) return -1;
+    qmatrix m = {(const uint8_t *)(intptr_t)v[1], (int)v[0], (int)v[2], (int)v[3]};
+    *w = m;
+    return check_matrix(w, "matrix");
+}
+
 /* pack(kind, raw, rows, cols, out): GGML blocks -> the packed layout */
 static PyObject *pack_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long v[5];
-    if (nargs != 5 || args_to_addresses(args, 5, v) < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "pack takes 5 arguments");
-        return NULL;
-    }
-    qmatrix w = {NULL, (int)v[0], (int)v[2], (int)v[3]};
-    if (check_matrix(&w, "matrix") < 0) return NULL;
+    qmatrix w;
+    if (matrix_args(args, nargs, 5, "pack", v, &w) < 0) return NULL;
     Py_BEGIN_ALLOW_THREADS
     pack_matrix((const uint8_t *)(intptr_t)v[1], w.kind, w.rows, w.cols, (uint8_t *)(intptr_t)v[4]);
     Py_END_ALLOW_THREADS
@@ -455,12 +465,8 @@ static PyObject *pack_call(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* unpack(kind, packed, rows, cols, out): every row as float32, on the team */
 static PyObject *unpack_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long v[5];
-    if (nargs != 5 || args_to_addresses(args, 5, v) < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "unpack takes 5 arguments");
-        return NULL;
-    }
-    qmatrix w = {(const uint8_t *)(intptr_t)v[1], (int)v[0], (int)v[2], (int)v[3]};
-    if (check_matrix(&w, "matrix") < 0) return NULL;
+    qmatrix w;
+    if (matrix_args(args, nargs, 5, "unpack", v, &w) < 0) return NULL;
     Py_BEGIN_ALLOW_THREADS
     unpack_matrix(&w, (float *)(intptr_t)v[4]);
     Py_END_ALLOW_THREADS
@@ -470,12 +476,8 @@ static PyObject *unpack_call(PyObject *self, PyObject *const *args, Py_ssize_t n
 /* gather(kind, packed, rows, cols, ids, n, out): rows ids[0..n) (int64) as float32, on this thread */
 static PyObject *gather_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long v[7];
-    if (nargs != 7 || args_to_addresses(args, 7, v) < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "gather takes 7 arguments");
-        return NULL;
-    }
-    qmatrix w = {(const uint8_t *)(intptr_t)v[1], (int)v[0], (int)v[2], (int)v[3]};
-    if (check_matrix(&w, "matrix") < 0) return NULL;
+    qmatrix w;
+    if (matrix_args(args, nargs, 7, "gather", v, &w) < 0) return NULL;
     const int64_t *ids = (const int64_t *)(intptr_t)v[4];
     float *out = (float *)(intptr_t)v[6];
     for (long long i = 0; i < v[5]; i++) {
@@ -493,10 +495,7 @@ static PyObject *gather_call(PyObject *self, PyObject *const *args, Py_ssize_t n
 /* product(isa, address, kind, rows, cols, x, m, out, precise): out[m][rows] = x[m][cols] . w[rows][cols],
  * with x quantised to 8 bits (precise == 0) or in float32 */
 static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "product takes 9 arguments");
-        return NULL;
-    }
+    if (!takes(nargs, 9, "product")) return NULL;
     long long v[9];
     if (args_to_addresses(args, 9, v) < 0) return NULL;
     long long mv[4] = {v[1], v[2], v[3], v[4]};
