@@ -54,7 +54,10 @@ def _torch_path_reason(weights: ModelWeights) -> str:
         return "the C kernels are not built in this install (no C compiler when it was installed)"
     if not decode.available():
         return "ACCORD_C_KERNELS switches them off"
-    return "some matrix is of a kind the C kernels do not read (they read Q4_0, Q4_1 and Q8_0)"
+    return (
+        "a float matrix (F16, BF16 or F32: kept as stored, not quantised), or a shape the C kernels do not "
+        "take (heads a multiple of 32 wide up to 256, at most 8 query heads a KV head)"
+    )
 
 
 def context_message(limit: int, tokens: int) -> str:

@@ -1,11 +1,12 @@
 """The Llama forward pass over one step's batch of rows from many sequences.
 
-Two paths, chosen by a row's role. Prompt rows run here op by op in torch and multiply in float32 (see
-``accord.kernels.linear``): on CPUs without native bf16 arithmetic the bf16 GEMM was both the slowest
-and the least precise step of the prompt, and its rounding was what moved near-tied first tokens.
-Decode rows run as one call into the C kernels (``accord.kernels.decode``) where the weights are blocks
-those kernels read; otherwise they run here too, through torch's 4-bit kernel with bf16 activations.
-The KV cache is bf16 on both paths.
+Two paths. Where the C kernels read every matrix (``accord.kernels.decode``; the usual case on CPU), a
+step is one call into them per kind of row: prompt rows with float32 activations against the weights'
+exact values, then decode rows with 8-bit activations. Otherwise (a GPU, a float model, no C compiler at
+install) the step runs here op by op in torch: prompt rows multiply in float32 (see
+``accord.kernels.linear``; on CPUs without native bf16 arithmetic the bf16 GEMM was both the slowest and
+the least precise step of the prompt, and its rounding moved near-tied first tokens), decode rows through
+torch's 4-bit kernel with bf16 activations. The KV cache is bf16 on both paths.
 
 Every op is row-wise or works on one sequence's rows at a time, so a request's numbers do not depend on
 the other rows of the step: a step that holds both prompt and decode rows runs the two parts one after
@@ -168,6 +169,8 @@ def _decoder(
     if not all(isinstance(m, PackedLinear) for m in [*matrices, weights.head]):
         return None
     if config.head_dim % 32 or config.head_dim > 256 or config.n_embd % 32 or config.n_ff % 32:
+        return None
+    if config.n_heads % config.n_kv_heads or config.n_heads // config.n_kv_heads > 8:  # csrc MAX_GROUP
         return None
     if cache.block_size != 16:  # a block's keys are one vector of 16 positions per dimension there
         return None
