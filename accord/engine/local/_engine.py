@@ -26,7 +26,7 @@ from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
-from accord.engine.local._weights import ModelWeights, build_weights
+from accord.engine.local._weights import build_weights
 from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint, split_stops
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels import decode
@@ -48,7 +48,7 @@ def packaged_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / PACKAGED_MODEL
 
 
-def _torch_path_reason(weights: ModelWeights) -> str:
+def _torch_path_reason() -> str:
     """Why a CPU model runs on torch rather than the C step (said once, at load)."""
     if not decode.built():
         return "the C kernels are not built in this install (no C compiler when it was installed)"
@@ -187,7 +187,7 @@ class LocalEngine:
                 )
             elif dev.type == "cpu":
                 torch.set_num_threads(compute_threads)
-                log.info("decode kernels", instruction_set=None, reason=_torch_path_reason(weights))
+                log.info("decode kernels", instruction_set=None, reason=_torch_path_reason())
                 if compute_threads > 1 and gemm_rows_vary():
                     log.warning(
                         "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "
