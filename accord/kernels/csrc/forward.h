@@ -378,7 +378,7 @@ INLINE void merge(const step *s, int m, int h, const float *partials, int spans)
     float *out = md->attn + (size_t)m * md->n_heads * hd + (size_t)h * hd;
     for (int c = 0; c < spans; c++) {
         const float *p = partials + c * stride;
-        float w = expf(p[hd] - best);
+        float w = vexp(vsplat(p[hd] - best))[0]; /* the kernels' own exp: no C library in the numbers */
         total += p[hd + 1] * w;
         for (int i = 0; i < hd; i += LANES) {
             vf prev = c ? vload(out + i) : vsplat(0.0f);
