@@ -150,9 +150,12 @@ class UpstreamEngine:
             "stream": True,
             "stream_options": {"include_usage": True},
             # vLLM extensions, ignored by servers that lack them: token ids per chunk, and the
-            # raw text with its special tokens (the parsers need tool and channel markup).
+            # raw text with its special tokens (the parsers need tool and channel markup), with
+            # no space put between a special token and its neighbours (vLLM's detokenizer does
+            # unless both flags are off: "<|open|> tools <|sep|>" is not Kimi K3's markup).
             "return_token_ids": True,
             "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
         }
         if isinstance(prompt, str):
             # The rendered template spells out BOS itself; a server must not add another.

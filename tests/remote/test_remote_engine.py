@@ -60,6 +60,7 @@ def test_prompt_goes_upstream_as_the_models_token_ids(
     assert body["max_tokens"] == 4096 - len(ids)
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["return_token_ids"] is True and body["skip_special_tokens"] is False
+    assert body["spaces_between_special_tokens"] is False
     assert (body["temperature"], body["seed"]) == (0.0, 7)
     assert body["stop_token_ids"] == smollm2_files.tokenizer.encode("<|im_end|>") and "stop" not in body
     assert seen.headers["x-request-id"] == "resp_abc"
