@@ -39,6 +39,8 @@ OWNED = [
     "tools/deepseek_v32",
     "reasoning/gemma4",
     "tools/gemma4",
+    "reasoning/kimi_k3",
+    "tools/kimi_k3",
 ]
 
 

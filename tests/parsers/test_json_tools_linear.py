@@ -27,6 +27,7 @@ LIMIT = 20.0
 NOISE_S = 0.004
 
 K_SB, K_CB, K_ARG = "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>"
+K3_TOOLS = "<|open|>tools<|sep|>"
 DS = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}"
 
 #: (stage, parser, prefix, unit repeated, suffix)
@@ -109,6 +110,34 @@ CASES: list[tuple[str, str, str, str, str]] = [
     # An opener mentioned in reasoning is held until the block closes.
     ("reasoning", "gemma4", "<|channel>thought\n", "mention <|tool_call> and ", "<channel|>"),
     ("reasoning", "mistral", "[THINK]", "mention [TOOL_CALLS] and ", "[/THINK]"),
+    # Kimi K3: closers quoted inside one value (each judged by what follows it), calls that
+    # never close a value (one search answers them all), headers with no <|sep|>, restarted
+    # sections, openers mentioned in reasoning, response frames dropped again and again.
+    (
+        "tools",
+        "kimi_k3",
+        K3_TOOLS
+        + '<|open|>call tool="get_time" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>',
+        "<|close|>argument<|sep|><|close|>call<|sep|> <|close|>tools<|sep|> x ",
+        "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",
+    ),
+    (
+        "tools",
+        "kimi_k3",
+        K3_TOOLS,
+        '<|open|>call tool="get_time" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>v<|close|>call<|sep|>',
+        "<|close|>tools<|sep|>",
+    ),
+    ("tools", "kimi_k3", K3_TOOLS, '<|open|>call tool="get_time" ', ""),
+    ("tools", "kimi_k3", "", K3_TOOLS + '<|open|>call tool="get_time"', ""),
+    ("reasoning", "kimi_k3", "", "mention <|open|>tools<|sep|> and ", "<|close|>think<|sep|>"),
+    (
+        "reasoning",
+        "kimi_k3",
+        "x<|close|>think<|sep|>",
+        "<|open|>response<|sep|>y<|close|>response<|sep|>",
+        "",
+    ),
 ]
 
 

@@ -7,11 +7,11 @@ import pytest
 from accord.adapters.templates import PROFILES, detect_family, resolve_profile
 
 REASONING = {"none", "qwen3", "deepseek_r1", "deepseek_v3", "glm45", "glm47", "kimi_k2", "harmony", "mistral",
-             "gemma4"}  # fmt: skip
+             "gemma4", "kimi_k3"}  # fmt: skip
 TOOLS = {
     "none", "glm45", "glm47", "hermes", "qwen3_coder", "deepseek_v3", "deepseek_v31",
     "deepseek_v32", "kimi_k2", "harmony", "deepseek_v4", "llama3_json", "llama3_pythonic", "mistral",
-    "gemma4",
+    "gemma4", "kimi_k3",
 }  # fmt: skip
 
 
@@ -32,6 +32,7 @@ TOOLS = {
         ("llama3", "none", "llama3_json"),
         ("mistral", "mistral", "mistral"),
         ("gemma4", "gemma4", "gemma4"),
+        ("kimi_k3", "kimi_k3", "kimi_k3"),
     ],
 )
 def test_named_profiles(name: str, reasoning: str, tools: str) -> None:
@@ -68,6 +69,8 @@ def test_explicit_parsers_override_the_profile() -> None:
         ("<|start_header_id|>", "llama3"),
         ("[INST]", "mistral"),
         ("{{- '<|turn>' + role + '\\n' }}{{- '<|channel>thought\\n<channel|>' -}}", "gemma4"),
+        # Kimi K3's open_tag / close_tag macros (its template also writes <|im_... nowhere).
+        ("{%- macro open_tag(t) -%}<|open|>{{ t }}<|sep|>{%- endmacro -%}", "kimi_k3"),
         ("<|im_start|>{{ role }}", "chatml"),
     ],
 )

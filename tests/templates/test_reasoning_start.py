@@ -23,6 +23,15 @@ from accord.pipeline.reasoning import Start, reasoning_parser
 from accord.pipeline.segments import Content, Reasoning, merge_segments
 from tests.serving import parse_sse, scripted_settings, write_script
 
+#: A Kimi K3 conversation so far, as its template renders it (the format quoted by the renderer
+#: in fw-ai/cookbook#555): a user turn, an assistant turn's response channel, a user turn.
+K3_HISTORY = (
+    '<|open|>message role="user"<|sep|>hi<|close|>message<|sep|><|end_of_msg|>'
+    '<|open|>message role="assistant"<|sep|><|open|>response<|sep|>Hello.<|close|>response<|sep|>'
+    "<|close|>message<|sep|><|end_of_msg|>"
+    '<|open|>message role="user"<|sep|>2+2?<|close|>message<|sep|><|end_of_msg|>'
+)
+
 TAILS = [
     # Qwen3-2507 Thinking and Qwen3.5 prefill the tag with a newline after it.
     ("qwen3", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n", Start.INSIDE),
@@ -62,6 +71,11 @@ TAILS = [
         Start.OUTSIDE,
     ),
     ("gemma4", "<|turn>model\n<|channel>thought\n", Start.INSIDE),
+    # Kimi K3's generation prompt opens the think channel (thinking on, the default) or the
+    # response channel (thinking off); an earlier assistant turn's channels never decide.
+    ("kimi_k3", K3_HISTORY + '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>', Start.INSIDE),
+    ("kimi_k3", K3_HISTORY + '<|open|>message role="assistant"<|sep|><|open|>response<|sep|>', Start.OUTSIDE),
+    ("kimi_k3", K3_HISTORY + '<|open|>message role="assistant"<|sep|>', Start.LEADING_TAG),
 ]
 
 
@@ -150,6 +164,14 @@ GEMMA4_THINKING_TEMPLATE = (
     "{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}<|turn>model\n"
 )
 
+#: Kimi K3's generation prompt: the think channel opened (thinking on) or the response channel.
+_K3_TURNS = (
+    '{% for m in messages %}<|open|>message role="{{ m.role }}"<|sep|>{{ m.content }}'
+    '<|close|>message<|sep|><|end_of_msg|>{% endfor %}<|open|>message role="assistant"<|sep|>'
+)
+K3_THINKING_TEMPLATE = _K3_TURNS + "<|open|>think<|sep|>"
+K3_NO_THINK_TEMPLATE = _K3_TURNS + "<|open|>response<|sep|>"
+
 
 async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Response]:
     """Non-streamed and streamed, in one event loop (the app lives in one loop)."""
@@ -200,6 +222,29 @@ async def _post_both(app: AccordApp, body: dict[str, Any]) -> list[httpx.Respons
             "Weighing it.",
             "Answer.",
             10,
+        ),
+        # Kimi K3, thinking on: the prompt opened the think channel; the response channel's
+        # frame and the message's end are markup, not text. Reasoning tokens: 1 + 2 + 1, as
+        # for Kimi-K2 above; the channel markers go with the answer.
+        (
+            "kimi_k3",
+            K3_THINKING_TEMPLATE,
+            [
+                *("Weighing", " it", ".", "<|close|>think<|sep|>", "<|open|>response<|sep|>", "Answer", "."),
+                *("<|close|>response<|sep|>", "<|close|>message<|sep|>"),
+            ],
+            "Weighing it.",
+            "Answer.",
+            4,
+        ),
+        # Kimi K3, thinking off: the prompt opened the response channel.
+        (
+            "kimi_k3",
+            K3_NO_THINK_TEMPLATE,
+            ["It is", " 4.", "<|close|>response<|sep|>", "<|close|>message<|sep|>"],
+            None,
+            "It is 4.",
+            0,
         ),
     ],
 )

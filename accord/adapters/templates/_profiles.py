@@ -59,6 +59,8 @@ PROFILES: dict[str, Profile] = {
         # K2-Instruct never thinks; K2 Thinking / K2.6 templates prefill <think> when thinking
         # is on (the rendered prompt's tail says so, see ``Start``).
         Profile(name="kimi_k2", reasoning_parser="kimi_k2", tool_parser="kimi_k2", stop=_IM_END),
+        # Kimi K3 frames channels with <|open|>/<|close|>/<|sep|>; a message ends with <|end_of_msg|>.
+        Profile(name="kimi_k3", reasoning_parser="kimi_k3", tool_parser="kimi_k3", stop=("<|end_of_msg|>",)),
         Profile(
             name="gpt_oss", reasoning_parser="harmony", tool_parser="harmony", stop=("<|return|>", "<|call|>")
         ),
@@ -107,6 +109,8 @@ def detect_family(template: str) -> str | None:
     if "<arg_key>" in template:
         # GLM-4.5/4.6 close an empty think block after a newline; 4.7 and later prefill it.
         return "glm45" if "\\n<think></think>" in template else "glm47"
+    if "<|open|>" in template and "<|sep|>" in template:
+        return "kimi_k3"
     if "<|tool_calls_section_begin|>" in template:
         return "kimi_k2"
     if "<function=" in template and "<parameter=" in template:

@@ -95,4 +95,4 @@ __all__ = [
 ]
 
 # The families register themselves; imported last, once ``register`` exists.
-from accord.pipeline.reasoning import _families, _harmony  # noqa: E402, F401
+from accord.pipeline.reasoning import _families, _harmony, _kimi_k3  # noqa: E402, F401

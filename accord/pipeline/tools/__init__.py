@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 # The families register themselves: formats whose calls are reported whole (GLM,
-# Qwen3-Coder, DSML, Llama 3 pythonic, Gemma 4) and formats whose arguments are JSON (Hermes, Llama 3,
+# Qwen3-Coder, DSML, Llama 3 pythonic, Gemma 4, Kimi K3) and formats whose arguments are JSON (Hermes, Llama 3,
 # Mistral, DeepSeek V3/V3.1, Kimi-K2, harmony).
 from accord.pipeline.tools import (  # noqa: E402, F401
     _deepseek,
@@ -71,6 +71,7 @@ from accord.pipeline.tools import (  # noqa: E402, F401
     _harmony,
     _hermes,
     _kimi,
+    _kimi_k3,
     _llama3,
     _mistral,
     _pythonic,

@@ -39,6 +39,13 @@ GEMMA4_CALL_OPEN = "<|tool_call>"
 GEMMA4_CALL_CLOSE = "<tool_call|>"
 GEMMA4_QUOTE = '<|"|>'
 
+#: Kimi K3 ("XTML"): ``<|open|>``, ``<|close|>`` and ``<|sep|>`` are special tokens that frame
+#: named channels, ``<|open|>NAME attrs<|sep|>`` … ``<|close|>NAME<|sep|>``.
+K3_TOOLS_OPEN = "<|open|>tools<|sep|>"
+K3_TOOLS_CLOSE = "<|close|>tools<|sep|>"
+K3_MESSAGE_CLOSE = "<|close|>message<|sep|>"
+K3_END_OF_MESSAGE = "<|end_of_msg|>"
+
 #: Where a call section opens for the ``<``-marker families: from one of these on, the
 #: output is the tool parser's, even inside an unclosed reasoning block.
 ANGLE_REASONING_EXITS: tuple[str, ...] = (
@@ -50,6 +57,7 @@ ANGLE_REASONING_EXITS: tuple[str, ...] = (
 )
 MISTRAL_REASONING_EXITS: tuple[str, ...] = (MISTRAL_TOOL_CALLS,)
 GEMMA4_REASONING_EXITS: tuple[str, ...] = (GEMMA4_CALL_OPEN,)
+K3_REASONING_EXITS: tuple[str, ...] = (K3_TOOLS_OPEN,)
 
 __all__ = [
     "ANGLE_REASONING_EXITS",
@@ -66,6 +74,11 @@ __all__ = [
     "GEMMA4_CALL_OPEN",
     "GEMMA4_QUOTE",
     "GEMMA4_REASONING_EXITS",
+    "K3_END_OF_MESSAGE",
+    "K3_MESSAGE_CLOSE",
+    "K3_REASONING_EXITS",
+    "K3_TOOLS_CLOSE",
+    "K3_TOOLS_OPEN",
     "KIMI_CALL_BEGIN",
     "KIMI_CALL_END",
     "KIMI_SECTION_BEGINS",
