@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -113,6 +114,14 @@ class BlockMarkup:
 
 #: How much of a block body's end ``BlockFormat.ends_block`` sees.
 TAIL = 64
+
+_SPACE = re.compile(r"\s*")
+
+
+def skip_space(text: str, i: int) -> int:
+    """The first position at or after ``i`` that is not whitespace (the layout between markers)."""
+    match = _SPACE.match(text, i)
+    return match.end() if match else i
 
 
 class ToolBox:
@@ -366,4 +375,4 @@ class BlockToolParser:
             out.extend(segments)
 
 
-__all__ = ["TAIL", "BlockFormat", "BlockMarkup", "BlockToolParser", "Reopen", "ToolBox"]
+__all__ = ["TAIL", "BlockFormat", "BlockMarkup", "BlockToolParser", "Reopen", "ToolBox", "skip_space"]

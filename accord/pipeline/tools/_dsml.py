@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, ToolBox, skip_space
 from accord.pipeline.tools.markup import DSML_CLOSERS, DSML_OPENERS, DSML_V4_CLOSERS, DSML_V4_OPENERS
 
 _P = "(?:｜DSML｜)?"
@@ -41,12 +41,6 @@ _PARAM_OPEN = re.compile(rf"<{_P}parameter\b([^>]*)>")
 _PARAM_START = re.compile(rf"<{_P}parameter\b")
 _PARAM_CLOSE = re.compile(rf"</{_P}parameter\s*>")
 _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
-_WS = re.compile(r"\s*")
-
-
-def _skip(text: str, i: int) -> int:
-    match = _WS.match(text, i)
-    return match.end() if match else i
 
 
 def _parameters(body: str) -> tuple[list[tuple[str, str]], set[str]] | None:
@@ -54,7 +48,7 @@ def _parameters(body: str) -> tuple[list[tuple[str, str]], set[str]] | None:
     pairs: list[tuple[str, str]] = []
     raw_strings: set[str] = set()
     n = len(body)
-    i = _skip(body, 0)
+    i = skip_space(body, 0)
     while i < n:
         opened = _PARAM_OPEN.match(body, i)
         if opened is None:
@@ -68,7 +62,7 @@ def _parameters(body: str) -> tuple[list[tuple[str, str]], set[str]] | None:
             closed = _PARAM_CLOSE.search(body, search)
             if closed is None:
                 return None
-            after = _skip(body, closed.end())
+            after = skip_space(body, closed.end())
             if after == n or _PARAM_START.match(body, after):
                 break
             search = closed.start() + 1  # a quoted closer: the value goes on

@@ -35,11 +35,10 @@ from collections.abc import Sequence
 
 from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox, skip_space
 from accord.pipeline.tools.markup import GEMMA4_CALL_CLOSE, GEMMA4_CALL_OPEN, GEMMA4_QUOTE
 
 _CALL = "call:"
-_WS = re.compile(r"\s*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {
     "true": "true",
@@ -68,8 +67,7 @@ class _Reader:
         self.out: list[str] = []
 
     def skip(self, i: int) -> int:
-        match = _WS.match(self.text, i)
-        return match.end() if match else i
+        return skip_space(self.text, i)
 
     def string(self, i: int) -> tuple[str, int]:
         """The string opened by the ``<|"|>`` at ``i`` and the position after its closing one."""

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox, skip_space
 from accord.pipeline.tools.markup import K3_END_OF_MESSAGE as END_OF_MESSAGE
 from accord.pipeline.tools.markup import K3_MESSAGE_CLOSE, K3_TOOLS_CLOSE, K3_TOOLS_OPEN
 
@@ -48,12 +48,6 @@ _ARG_OPEN, _ARG_CLOSE = "<|open|>argument", "<|close|>argument<|sep|>"
 _JSON_OPEN, _JSON_CLOSE = "<|open|>json", "<|close|>json<|sep|>"
 _ATTRS = re.compile(r'\s+(?:\w+="[^"]*"\s*)*')
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
-_WS = re.compile(r"\s*")
-
-
-def _skip(text: str, i: int) -> int:
-    match = _WS.match(text, i)
-    return match.end() if match else i
 
 
 def _header(body: str, i: int, tag: str) -> tuple[dict[str, str], int] | None:
@@ -83,7 +77,7 @@ class _Scan:
 
     def call_ends(self, at: int) -> bool:
         """Whether a ``<|close|>call<|sep|>`` at ``at`` is followed by the next call or the section's end."""
-        after = _skip(self.body, at + len(_CALL_CLOSE))
+        after = skip_space(self.body, at + len(_CALL_CLOSE))
         return after == len(self.body) or self.body.startswith(_CALL_OPEN, after)
 
     def _first(self, key: str, closer: str, start: int, ends: Callable[[int], bool]) -> int | None:
@@ -106,7 +100,7 @@ class _Scan:
         body = self.body
 
         def ends(at: int) -> bool:
-            after = _skip(body, at + len(closer))
+            after = skip_space(body, at + len(closer))
             if closer == _ARG_CLOSE and body.startswith(_ARG_OPEN, after):
                 return True
             return body.startswith(_CALL_CLOSE, after) and self.call_ends(after)
@@ -126,7 +120,7 @@ def _call(scan: _Scan, i: int, tools: ToolBox) -> tuple[ToolCall | None, int] | 
         return None
     attrs, i = head
     tool = tools.resolve(attrs["tool"])
-    i = _skip(body, i)
+    i = skip_space(body, i)
     if body.startswith(_JSON_OPEN, i):
         opened = _header(body, i, _JSON_OPEN)
         end = scan.value_end(opened[1], _JSON_CLOSE) if opened else None
@@ -138,7 +132,7 @@ def _call(scan: _Scan, i: int, tools: ToolBox) -> tuple[ToolCall | None, int] | 
             return None
         if not isinstance(obj, dict):
             return None
-        i = _skip(body, end + len(_JSON_CLOSE)) + len(_CALL_CLOSE)
+        i = skip_space(body, end + len(_JSON_CLOSE)) + len(_CALL_CLOSE)
         return (ToolCall(name=tool.name, arguments=json.dumps(obj, ensure_ascii=False)) if tool else None), i
     pairs: list[tuple[str, str]] = []
     raw_strings: set[str] = set()
@@ -153,7 +147,7 @@ def _call(scan: _Scan, i: int, tools: ToolBox) -> tuple[ToolCall | None, int] | 
         pairs.append((key, body[opened[1] : end]))
         if opened[0].get("type", "string") == "string":
             raw_strings.add(key)
-        i = _skip(body, end + len(_ARG_CLOSE))
+        i = skip_space(body, end + len(_ARG_CLOSE))
     i += len(_CALL_CLOSE)
     if tool is None:
         return None, i

@@ -19,22 +19,15 @@ functions and parameters only, or names an undeclared tool, is released as text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from accord.pipeline.segments import ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox
+from accord.pipeline.tools._blocks import BlockMarkup, BlockToolParser, Reopen, ToolBox, skip_space
 from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _FUNC_OPEN, _FUNC_CLOSE = "<function=", "</function>"
 _PARAM_OPEN, _PARAM_CLOSE = "<parameter=", "</parameter>"
-_WS = re.compile(r"\s*")
-
-
-def _skip(text: str, i: int) -> int:
-    match = _WS.match(text, i)
-    return match.end() if match else i
 
 
 def _trim_newline(value: str) -> str:
@@ -76,7 +69,7 @@ class _Scan:
                 break
             if 0 <= line < end:
                 return line, line
-            after = _skip(body, end + len(_PARAM_CLOSE))
+            after = skip_space(body, end + len(_PARAM_CLOSE))
             if after == n or body.startswith((_PARAM_OPEN, _FUNC_CLOSE), after):
                 return end, after
             search = end + 1
@@ -92,7 +85,7 @@ def parse_functions(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
     scan = _Scan(body)
     n = len(body)
     calls: list[ParsedSegment] = []
-    i = _skip(body, 0)
+    i = skip_space(body, 0)
     while i < n:
         if not body.startswith(_FUNC_OPEN, i):
             return None
@@ -105,7 +98,7 @@ def parse_functions(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
         pairs: list[tuple[str, str]] = []
         i = gt + 1
         while True:
-            i = _skip(body, i)
+            i = skip_space(body, i)
             if i == n:
                 break  # </function> missing before </tool_call>: the block ends the function
             if body.startswith(_FUNC_CLOSE, i):
@@ -123,7 +116,7 @@ def parse_functions(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
             end, i = found
             pairs.append((key, _trim_newline(body[gt + 1 : end])))
         calls.append(ToolCall(name=tool.name, arguments=tools.typer(tool).arguments(pairs)))
-        i = _skip(body, i)
+        i = skip_space(body, i)
     return calls or None
 
 
