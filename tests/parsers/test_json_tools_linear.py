@@ -111,7 +111,8 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ("reasoning", "gemma4", "<|channel>thought\n", "mention <|tool_call> and ", "<channel|>"),
     ("reasoning", "mistral", "[THINK]", "mention [TOOL_CALLS] and ", "[/THINK]"),
     # Kimi K3: closers quoted inside one value (each judged by what follows it), calls that
-    # never close a value (one search answers them all), headers with no <|sep|>, restarted
+    # never close a value (one search answers them all), text between calls (each value's last
+    # closer found before the next call), headers with no <|sep|>, restarted
     # sections, openers mentioned in reasoning, response frames dropped again and again.
     (
         "tools",
@@ -129,6 +130,14 @@ CASES: list[tuple[str, str, str, str, str]] = [
         "<|close|>tools<|sep|>",
     ),
     ("tools", "kimi_k3", K3_TOOLS, '<|open|>call tool="get_time" ', ""),
+    (
+        "tools",
+        "kimi_k3",
+        K3_TOOLS,
+        '<|open|>call tool="get_time" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>'
+        "v<|close|>argument<|sep|><|close|>call<|sep|> text between calls ",
+        "<|close|>tools<|sep|>",
+    ),
     ("tools", "kimi_k3", "", K3_TOOLS + '<|open|>call tool="get_time"', ""),
     ("reasoning", "kimi_k3", "", "mention <|open|>tools<|sep|> and ", "<|close|>think<|sep|>"),
     (

@@ -24,7 +24,9 @@ The template writes string values raw, so a value may quote the format's own mar
 P5). The tools channel is the message's last, so the section runs to the last
 ``<|close|>tools<|sep|>`` of the output, and inside it a value runs to the
 ``<|close|>argument<|sep|>`` that structurally ends it: one followed by the next argument, or
-by ``<|close|>call<|sep|>`` that is itself followed by the next call or the section's end. Each
+by ``<|close|>call<|sep|>`` that is itself followed by the next call or the section's end (where
+no closer is followed so, because the model wrote text between calls, the last one before the
+next call that ``<|close|>call<|sep|>`` follows; that text is released). Each
 call that is malformed or names an undeclared tool is released as text, the others stay; a
 section with no call is released whole (SPEC P4), an empty one is dropped. A section cut off
 by the end of the output keeps its complete calls, as DSML does.
@@ -96,7 +98,12 @@ class _Scan:
             search = at + 1
 
     def value_end(self, start: int, closer: str) -> int | None:
-        """The closer that ends a value from ``start``: the next argument or the call's end follows it."""
+        """The closer that ends a value from ``start``.
+
+        The one that the next argument follows, or the call's end and then the next call or the
+        section's end. Where no closer is followed so (text the model wrote between calls), the
+        last one before the next call that the call's end follows.
+        """
         body = self.body
 
         def ends(at: int) -> bool:
@@ -105,7 +112,15 @@ class _Scan:
                 return True
             return body.startswith(_CALL_CLOSE, after) and self.call_ends(after)
 
-        return self._first(closer, closer, start, ends)
+        found = self._first(closer, closer, start, ends)
+        if found is not None:
+            return found
+        # Text between calls: the last closer that the call's end follows, before the next call.
+        limit = body.find(_CALL_OPEN, start)
+        at = body.rfind(closer, start, limit if limit >= 0 else len(body))
+        while at >= 0 and not body.startswith(_CALL_CLOSE, skip_space(body, at + len(closer))):
+            at = body.rfind(closer, start, at)
+        return at if at >= 0 else None
 
     def call_end(self, start: int) -> int | None:
         """The first call closer from ``start`` that the next call or the section's end follows."""
