@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from accord.engine.local._heap import no_huge_pages
+
 _ROOT = 0x5EED
 
 
@@ -142,10 +144,13 @@ class KVCache:
         dtype: torch.dtype,
         device: torch.device,
     ) -> None:
-        # Uninitialised on purpose: pages are only committed when a block is first used.
+        # Uninitialised on purpose: pages are only committed when a block is first used, and they are
+        # small pages, or the first block would commit 2 MiB in every layer (see ``_heap``).
         self.data = torch.empty(
             n_layers, 2, kv_heads, num_blocks, block_size, head_dim, dtype=dtype, device=device
         )
+        if self.data.device.type == "cpu":
+            no_huge_pages(self.data.data_ptr(), self.nbytes)
         self.block_size = block_size
 
     def layer(self, i: int) -> torch.Tensor:

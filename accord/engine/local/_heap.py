@@ -10,6 +10,14 @@ whenever the engine runs out of work, which returns the rest while nobody waits 
 then pays for faulting those pages in again: about 2% of its time to first token, within noise).
 
 Elsewhere than glibc both are no-ops.
+
+The paged KV cache is one big buffer that is committed block by block, and a block's keys and
+values lie in small pieces far apart (one per layer, key/value and KV head). Where the kernel's
+transparent huge pages are ``always`` (the default of several distributions; ``madvise`` here),
+the first write to each piece commits the 2 MiB around it: one 16-token request took SmolLM2's
+process from 355 to 715 MiB (AnonHugePages 390 MiB). :func:`no_huge_pages` asks for small pages
+there (``madvise(MADV_NOHUGEPAGE)``); the same request then leaves it at 359 MiB, as with
+``madvise``. Elsewhere than Linux it is a no-op.
 """
 
 from __future__ import annotations
@@ -17,7 +25,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import mmap
+import sys
 
+#: ``MADV_NOHUGEPAGE`` of Linux's ``madvise``.
+_MADV_NOHUGEPAGE = 15
 #: ``M_MMAP_THRESHOLD`` of glibc's ``mallopt``.
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 8 << 20
@@ -50,3 +62,18 @@ def release_freed_memory(collect: bool = False) -> None:
             _LIBC.malloc_trim(0)
     except AttributeError:  # not glibc: nothing to do
         pass
+
+
+def no_huge_pages(address: int, size: int) -> bool:
+    """Ask for small pages in the whole pages of ``[address, address + size)``; whether it took effect."""
+    page = mmap.PAGESIZE
+    start = -(-address // page) * page
+    end = (address + size) // page * page
+    if _LIBC is None or end <= start or not sys.platform.startswith("linux"):
+        return False
+    try:
+        madvise = _LIBC.madvise
+    except AttributeError:
+        return False
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    return bool(madvise(start, end - start, _MADV_NOHUGEPAGE) == 0)
