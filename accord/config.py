@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     reasoning_parser: str | None = None
     tool_parser: str | None = None
     max_context: int | None = None
+    #: Positions the embedded engine's paged KV cache holds, all requests together.
+    kv_cache_tokens: int = Field(default=16384, ge=64)
     device: str | None = None
 
     upstream: Annotated[list[str], NoDecode] = Field(default_factory=list)

@@ -39,6 +39,7 @@ HELP: dict[str, str] = {
     "reasoning_parser": "how reasoning is split from the answer (default: the profile's)",
     "tool_parser": "how tool calls are parsed from the output (default: the profile's)",
     "max_context": "context length in tokens (default: the model's)",
+    "kv_cache_tokens": "positions the embedded engine's KV cache holds, all requests together (its memory)",
     "device": "torch device of the embedded engine: cpu, cuda, cuda:1",
     "upstream": "OpenAI-compatible server to send generations to; repeat or comma-separate for a pool",
     "prefill_upstream": "upstream that runs prefill (disaggregated serving); repeatable",

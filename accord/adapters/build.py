@@ -102,7 +102,10 @@ def build_engine(settings: Settings) -> Engine:
         from accord.engine.local import LocalEngine
 
         engine: Engine = LocalEngine.load(
-            settings.model, max_context=settings.max_context, device=settings.device
+            settings.model,
+            max_context=settings.max_context,
+            device=settings.device,
+            kv_cache_tokens=settings.kv_cache_tokens,
         )
         return engine
     if kind == "remote":

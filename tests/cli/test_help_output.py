@@ -67,7 +67,7 @@ def _value(kwargs: dict[str, Any], name: str) -> list[str]:
         return [str(kwargs["choices"][-1])]
     kind = kwargs.get("type")
     if kind is int:
-        return ["7"]
+        return ["700"]  # valid for every int setting (the KV cache holds at least 64 positions)
     if kind is float:
         return ["2.5"]
     return [f"some/{name}" if kind is Path else f"v-{name}"]

@@ -114,3 +114,17 @@ def test_dense_weights_the_gpu_path_uses_give_the_same_answer() -> None:
     finally:
         engine.close()
     assert "Paris" in "".join(e.text for e in events if isinstance(e, Chunk))
+
+
+def test_kv_cache_tokens_setting_sizes_the_embedded_cache() -> None:
+    """``--kv-cache-tokens`` bounds the cache (and with it the context, one block kept in reserve)."""
+    from accord.adapters.build import build_engine
+    from accord.config import Settings
+
+    engine = build_engine(Settings(engine="local", kv_cache_tokens=512))
+    try:
+        assert isinstance(engine, LocalEngine)
+        assert engine.context_length == 512 - 16
+        assert engine.statistics().blocks_total == 512 // 16
+    finally:
+        engine.close()
