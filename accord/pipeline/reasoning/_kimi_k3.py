@@ -35,7 +35,7 @@ THINK_OPEN = "<|open|>think<|sep|>"
 THINK_CLOSE = "<|close|>think<|sep|>"
 RESPONSE_OPEN = "<|open|>response<|sep|>"
 RESPONSE_CLOSE = "<|close|>response<|sep|>"
-#: Markup on the content side before the tools channel.
+#: Markup on the content side before the tools channel (each begins with ``<``).
 _FRAME = (RESPONSE_OPEN, RESPONSE_CLOSE, K3_MESSAGE_CLOSE, K3_END_OF_MESSAGE)
 
 
@@ -61,7 +61,15 @@ class KimiK3Splitter:
         return self._passing and self._think.verbatim
 
     def feed(self, text: str) -> list[ParsedSegment]:
-        return self._unframe(self._think.feed(text), final=False)
+        segments = self._think.feed(text)
+        if self._passing:
+            return segments
+        if not self._held and len(segments) == 1:
+            # The usual delta: one segment, reasoning or text in which no marker can start.
+            only = segments[0]
+            if type(only) is not Content or "<" not in only.text:
+                return segments
+        return self._unframe(segments, final=False)
 
     def finish(self) -> list[ParsedSegment]:
         return self._unframe(self._think.finish(), final=True)
