@@ -231,18 +231,14 @@ def parse_section(body: str, tools: ToolBox) -> list[ParsedSegment] | None:
 class KimiK3Format(BlockMarkup):
     """The ``tools`` channel is the block, and it runs to the end of the output.
 
-    The channel is the message's last, so its real closer is the last one: a
-    ``<|close|>tools<|sep|>`` in the stream never ends the block (it may be quoted in a value),
-    and the section is parsed whole at the end. Calls are reported whole anyway, and nothing
-    but the message's end follows them, so they arrive no later for it.
+    The channel is the message's last, so its real closer is the last one: the format has no
+    closer the engine watches for (a ``<|close|>tools<|sep|>`` in the stream may be quoted in a
+    value), and the section is parsed whole at the end. Calls are reported whole anyway, and
+    nothing but the message's end follows them, so they arrive no later for it.
     """
 
     openers: tuple[str, ...] = (K3_TOOLS_OPEN,)
-    closers: tuple[str, ...] = (K3_TOOLS_CLOSE,)
     inner: tuple[str, ...] = (_ARG_OPEN,)
-
-    def ends_block(self, opener: str, tail: str, whole: bool, last_inner: str | None) -> bool:
-        return False
 
     def reopens(self, opener: str, marker: str, tail: str, last_inner: str | None) -> Reopen:
         # Before any argument a new opener restarts the section; after one it is quoted.
