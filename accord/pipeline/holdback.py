@@ -43,14 +43,14 @@ def split_safe(text: str, markers: Iterable[str]) -> tuple[str, str]:
     return text[: len(text) - held], text[len(text) - held :]
 
 
-def find_first(text: str, markers: Iterable[str], start: int = 0) -> tuple[int, str]:
-    """Position and text of the earliest marker occurrence at or after ``start``; (-1, "") if none.
+def find_first(text: str, markers: Iterable[str], start: int = 0, end: int | None = None) -> tuple[int, str]:
+    """Position and text of the earliest marker occurrence in ``text[start:end]``; (-1, "") if none.
 
     At equal positions the longest marker wins.
     """
     best_pos, best_marker = -1, ""
     for marker in markers:
-        pos = text.find(marker, start)
+        pos = text.find(marker, start, end)
         if pos < 0:
             continue
         if best_pos < 0 or pos < best_pos or (pos == best_pos and len(marker) > len(best_marker)):

@@ -121,10 +121,12 @@ class ParseStage:
         self._pending_tokens += tokens
 
     def _count(self, tokens: int, segments: list[ParsedSegment]) -> None:
-        reasoning = sum(len(s.text) for s in segments if isinstance(s, Reasoning))
-        other = sum(
-            len(s.text) if isinstance(s, Content) else 1 for s in segments if not isinstance(s, Reasoning)
-        )
+        reasoning = other = 0
+        for s in segments:
+            if isinstance(s, Reasoning):
+                reasoning += len(s.text)
+            else:
+                other += len(s.text) if isinstance(s, Content) else 1
         if not (reasoning or other):
             self._pending_tokens += tokens
             return

@@ -404,6 +404,39 @@ def hermes_rows() -> list[Row]:
             '<tool_call>{"name": "<tool_call>get_time", "arguments": {}}</tool_call>',
             [call("get_time", "{}")],
         ),
+        # The usual layout is read from the decoded value; these look like it and are not.
+        Row(
+            "compact_layout",
+            'A<tool_call>{"name":"get_weather","arguments":{"city":"Rome"}}</tool_call>B',
+            [text("A"), call("get_weather", '{"city":"Rome"}'), text("B")],
+        ),
+        Row(
+            "repeated_arguments_key_keeps_the_first",
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}, "arguments": {"city": "Oslo"}}'
+            "</tool_call>",
+            [call("get_weather", '{"city": "Rome"}')],
+        ),
+        Row(
+            "repeated_arguments_key_first_encoded_as_a_string",
+            '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}", '
+            '"arguments": {"city": "Oslo"}}</tool_call>',
+            [call("get_weather", '{"city": "Rome"}')],
+        ),
+        Row(
+            "repeated_name_key_keeps_the_first",
+            '<tool_call>{"name": "get_weather", "arguments": {}, "name": "get_time"}</tool_call>',
+            [call("get_weather", "{}")],
+        ),
+        Row(
+            "escaped_name",
+            '<tool_call>{"name": "get\\u005ftime", "arguments": {}}</tool_call>',
+            [call("get_time", "{}")],
+        ),
+        Row(
+            "blanks_inside_the_wrapper",
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"} \n}</tool_call>',
+            [call("get_weather", '{"city": "Rome"}')],
+        ),
     ]
 
 

@@ -11,6 +11,7 @@ A call is reported whole once its closer arrives and the wrapper validates (SPEC
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,14 +19,30 @@ from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
-from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members
+from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members, value_at
 from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+
+#: The head of a wrapper as ``json.dumps`` (and so most models) lays it out, with or without
+#: spaces, up to the arguments' value: the name is one that needs no escape.
+_LAID_OUT = re.compile(r'\{"name": ?"([^"\\\x00-\x1f]*)", ?"arguments": ?')
 
 
 def wrapper_call(
     payload: str, tools: Sequence[ToolSpec], *, call_id_key: str | None = None
 ) -> ToolCall | None:
     """One call from a ``{"name": …, "arguments"|"parameters": …}`` object, or ``None``."""
+    if call_id_key is None and (m := _LAID_OUT.match(payload)) is not None:
+        # The common layout, read with one C decode, of the arguments: the name needs no
+        # escape, so it is its own text, and the arguments run to the closing brace, so there
+        # is no third member and no repeated key. Any other layout is walked member by member.
+        start = m.end()
+        value, end = value_at(payload, start)
+        if end >= 0 and payload[end:].strip(" \t\r\n") == "}":
+            name = resolve(m[1], tools)
+            arguments = (
+                payload[start:end] if type(value) is dict else arguments_text((value, payload[start:end]))
+            )
+            return None if name is None or arguments is None else ToolCall(name=name, arguments=arguments)
     members = object_members(payload)
     if members is None:
         return None

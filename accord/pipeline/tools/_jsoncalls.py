@@ -23,6 +23,12 @@ The parser is in one mode at a time; each mode's state is its own small value
 ``TAIL``     after the payload: whitespace (and DeepSeek's closing fence) up to the closer.
              Formats without a closer (Llama 3, Mistral) end the call with the payload.
 
+A call that is all in the buffer at hand (whole text, a big chunk) is first tried in one
+step from ``TEXT``: a blank header, the first closer within ``WHOLE_CALL_LIMIT`` characters,
+and between them a payload the format accepts as it stands. Whatever that step does not accept
+(a quoted closer, bad JSON, a partial call) goes through the modes, which decide the same for
+an accepted call, so the step is a shortcut and never a second set of rules.
+
 A call that completes is validated once, whole, by the format's ``calls``: strict JSON,
 a declared name (``resolve_tool_name``), arguments that are an object. Then it is reported
 as one :class:`ToolCall` with the arguments exactly as written. A call that fails (bad
@@ -70,13 +76,15 @@ import re
 from collections.abc import Sequence
 
 from accord.pipeline.holdback import MarkerSet, find_first
-from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
+from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
 from accord.pipeline.tools._jsonscan import IN_STRING, INVALID, MORE, JsonScanner, decode_at
 from accord.pipeline.tools._jsonstate import Call, Mode, Payload, Tail, TextOut, skip_ws
 
 _TEXT, _HEADER, _PAYLOAD, _TAIL = Mode.TEXT, Mode.HEADER, Mode.PAYLOAD, Mode.TAIL
 
+#: How far a call read in one step (``_whole_call``) may reach; a longer one is scanned.
+WHOLE_CALL_LIMIT = 8192
 _NOT_WS = re.compile(r"[^ \t\r\n]")
 _NOT_SEP = re.compile(r"[^ \t\r\n;]")
 _FENCE = "```"
@@ -104,6 +112,13 @@ class JsonCallParser:
             if not any(m[:k].startswith(c) for c in self._ends) and not (fmt.fence and m.startswith("`"))
         )
         self._closer_set = MarkerSet(fmt.closers)
+        # A call that is all in one buffer may be read in one step (see ``_whole_call``), and
+        # what the format says of the blank headers seen so far is kept.
+        self._whole_ok = bool(fmt.closers) and not (
+            fmt.hard_closers or fmt.fence or fmt.checks_payload_prefix
+        )
+        self._blank_headers: dict[tuple[str, str], bool] = {}
+        self._closer_memo: tuple[str | None, int, int, int, str] = (None, 0, 0, -1, "")
         self._checks_head = fmt.checks_payload_prefix
         self._tokens_only = fmt.section_markers_are_tokens
         self._mode = _TEXT
@@ -228,18 +243,30 @@ class JsonCallParser:
                 self._open("", i)
                 return i
             self._bare = False
-        at, marker = self._text_set.find(buf, pos)
-        if at < 0:
-            n = len(buf)
-            held = self._text_set.partial_len(buf, pos)
-            self._text.emit(buf[pos : n - held])
-            self._held = buf[n - held :] if held else ""
-            return n
-        self._text.emit(buf[pos:at])
-        after = at + len(marker)
-        if marker in self._openers:
+        search = self._text_set.search
+        while True:
+            match = search(buf, pos)
+            if match is None:
+                n = len(buf)
+                held = self._text_set.partial_len(buf, pos)
+                self._text.emit(buf[pos : n - held])
+                self._held = buf[n - held :] if held else ""
+                return n
+            at, marker = match.start(), match.group()
+            self._text.emit(buf[pos:at])
+            after = at + len(marker)
+            if marker not in self._openers:
+                break
+            if self._whole_ok:
+                # Whole text and big chunks: call after call read in place, text between.
+                pos = self._whole_call(buf, marker, after)
+                if pos >= 0:
+                    if self._bare:
+                        return pos
+                    continue
             self._open(marker, after)
-        elif self._tokens_only:
+            return after
+        if self._tokens_only:
             # A section marker that is a special token: structure, dropped. Whitespace after
             # a begin is held (an empty marker stands for the begin) and dropped with the end.
             if marker in self._fmt.section_begins:
@@ -372,6 +399,61 @@ class JsonCallParser:
         self._tl = Tail()
         self._scanner.reset()
 
+    def _whole_call(self, buf: str, opener: str, at: int) -> int:
+        """Read the call at ``buf[at:]`` in one step if all of it is here and it is valid.
+
+        The common case of whole text and of big chunks: a blank header, then a JSON object
+        and blanks up to the first closer, within ``WHOLE_CALL_LIMIT`` characters. Returns
+        where the text goes on, or -1 to leave the call to the modes, which decide the same
+        for such a call and everything else (bad markup, a quoted closer, a partial call).
+        """
+        fmt = self._fmt
+        j = skip_ws(buf, at)
+        header = buf[at:j]
+        if buf[j : j + 1] != "{" or len(header) + self._end_max >= fmt.header_cap:
+            return -1
+        k, closer = self._closer_from(buf, j)
+        if k < 0:
+            return -1
+        ok = self._blank_headers.get((opener, header))
+        if ok is None:
+            ok = self._blank_headers[opener, header] = fmt.header_prefix_ok(opener, header)
+        if not ok:
+            return -1
+        calls = fmt.calls(opener, header, buf[j:k].rstrip(" \t\r\n"), self._tools)
+        if not calls:
+            return -1
+        self._report(calls)
+        return k + len(closer)
+
+    def _closer_from(self, buf: str, j: int) -> tuple[int, str]:
+        """The first closer in ``buf[j : j + WHOLE_CALL_LIMIT]``, or ``(-1, "")``.
+
+        What was searched for the last call in this buffer is not searched again, so a run of
+        openers that fail (hostile text) costs one pass, not one window each.
+        """
+        memo_buf, lo, hi, k, closer = self._closer_memo
+        end = j + WHOLE_CALL_LIMIT
+        if memo_buf is buf and lo <= j:
+            if k >= j:
+                return k, closer  # the first closer after lo, so after j too, and before end
+            if k < 0:
+                # None in [lo, hi): only one that ends past hi can start before it.
+                k, closer = find_first(buf, self._fmt.closers, max(j, hi - self._end_max + 1), end)
+                self._closer_memo = (buf, j, end, k, closer)
+                return k, closer
+        k, closer = find_first(buf, self._fmt.closers, j, end)
+        self._closer_memo = (buf, j, end, k, closer)
+        return k, closer
+
+    def _report(self, calls: list[ToolCall]) -> None:
+        text = self._text
+        text.pending.clear()
+        text.flush(self._out)
+        self._out.extend(calls)
+        self._section_ok = True
+        self._bare = self._after_call = self._fmt.bare_calls
+
     def _complete(
         self,
         payload: str | None,
@@ -391,11 +473,7 @@ class JsonCallParser:
             header = call.header
         calls = self._fmt.calls(call.opener, header, payload, self._tools, self._pl.decoded)
         if calls:
-            self._text.pending.clear()
-            self._flush()
-            self._out.extend(calls)
-            self._section_ok = True
-            self._bare = self._after_call = self._fmt.bare_calls
+            self._report(calls)
         else:
             shown = self._fmt.shown_instead(call.opener, header, payload, self._tools)
             if shown is None:

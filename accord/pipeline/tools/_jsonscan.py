@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 #: :meth:`JsonScanner.feed` results besides an end index.
@@ -128,6 +129,8 @@ def _reject_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+#: The decoder's C scanner (what ``raw_decode`` calls), set on the instance, so not in the stubs.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _value_at(text: str, i: int) -> tuple[Any, int]:
@@ -154,6 +157,19 @@ def decode_at(text: str, i: int, limit: int = 8192) -> tuple[Any, int]:
     except (ValueError, RecursionError):
         return UNDECODED, -1
     return value, i + end
+
+
+def value_at(text: str, i: int) -> tuple[Any, int]:
+    """The strict JSON value at ``text[i]`` and where it ends; ``(UNDECODED, -1)`` if none.
+
+    The whole of ``text`` is offered to the decoder, so ``text`` should be one payload, not a
+    stream's buffer (see :func:`decode_at`).
+    """
+    try:
+        value, end = _SCAN(text, i)  # raw_decode without its wrapper frame
+    except (StopIteration, ValueError, RecursionError):
+        return UNDECODED, -1
+    return value, end
 
 
 def is_object(text: str, decoded: Any = UNDECODED) -> bool:
@@ -282,4 +298,5 @@ __all__ = [
     "is_object_text",
     "object_members",
     "strict_value",
+    "value_at",
 ]

@@ -24,11 +24,12 @@ def _unique(candidates: list[ToolSpec]) -> ToolSpec | None:
 
 def resolve_tool_name(raw: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
     """The declared tool ``raw`` names, or ``None`` when it names none (or several)."""
+    for tool in tools:
+        if tool.name == raw:
+            return tool  # the common case, before any mapping is built
     if not tools:
         return None
     by_name = {t.name: t for t in tools}
-    if raw in by_name:
-        return by_name[raw]
     name = _MARKUP.sub(" ", raw).strip().strip("\"'`")
     if not name or not _IDENT.fullmatch(name):
         return None
