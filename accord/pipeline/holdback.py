@@ -12,6 +12,7 @@ on a 1 MB GLM output, and 5x on a sparse one).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -81,6 +82,7 @@ class MarkerSet:
         pattern = re.compile("|".join(map(re.escape, by_length)) if by_length else "(?!)")
         #: ``search(text, start)``: the match of the earliest marker (longest at a tie), or None.
         self.search = pattern.search
+        self._held_whole: dict[tuple[str, ...], frozenset[str]] = {}
 
     def held_whole(self, searched: Iterable[str] | None = None) -> frozenset[str]:
         """The proper marker prefixes that hold no whole marker of ``searched`` (default: this set).
@@ -90,7 +92,12 @@ class MarkerSet:
         matters where one marker begins another.
         """
         whole = self.markers if searched is None else tuple(searched)
-        return frozenset(p for p in self.prefixes if not any(m in p for m in whole))
+        held = self._held_whole.get(whole)
+        if held is None:
+            held = self._held_whole[whole] = frozenset(
+                p for p in self.prefixes if not any(m in p for m in whole)
+            )
+        return held
 
     def find(self, text: str, start: int = 0) -> tuple[int, str]:
         """What :func:`find_first` answers, in one regex search (a few times faster on a short text)."""
@@ -116,4 +123,11 @@ class MarkerSet:
         return best
 
 
-__all__ = ["MarkerSet", "find_first", "partial_suffix_len", "split_safe"]
+@functools.cache
+def marker_set(markers: tuple[str, ...]) -> MarkerSet:
+    """The :class:`MarkerSet` of ``markers``, built once: parsers are made per request, from a
+    few fixed marker sets per family, and building one costs more than a short response's parse."""
+    return MarkerSet(markers)
+
+
+__all__ = ["MarkerSet", "find_first", "marker_set", "partial_suffix_len", "split_safe"]

@@ -19,7 +19,7 @@ message end after the section itself).
 
 from __future__ import annotations
 
-from accord.pipeline.holdback import MarkerSet
+from accord.pipeline.holdback import marker_set
 from accord.pipeline.reasoning import register
 from accord.pipeline.reasoning._start import Start
 from accord.pipeline.reasoning._think import ThinkFormat, ThinkSplitter
@@ -52,7 +52,7 @@ class KimiK3Splitter:
 
     def __init__(self, thinking: bool | None, start: Start | None = None) -> None:
         self._think = ThinkSplitter(FORMAT, thinking, start)
-        self._markers = MarkerSet((*_FRAME, K3_TOOLS_OPEN))
+        self._markers = marker_set((*_FRAME, K3_TOOLS_OPEN))
         self._held = ""
         self._passing = False  # from the tools opener on, content passes unread
 

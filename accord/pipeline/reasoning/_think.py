@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from accord.pipeline.holdback import MarkerSet
+from accord.pipeline.holdback import marker_set
 from accord.pipeline.reasoning._start import Start, start_after
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning
 
@@ -86,14 +86,14 @@ class ThinkSplitter:
         self._close = fmt.close_tag
         self._openers = fmt.tool_openers
         self._markers = (*fmt.tool_openers, fmt.close_tag)
-        self._held_markers = MarkerSet(self._markers)
+        self._held_markers = marker_set(self._markers)
         self._hold_openers = fmt.hold_openers
-        self._close_only = MarkerSet((fmt.close_tag,))
+        self._close_only = marker_set((fmt.close_tag,))
         # HELD: the text from the opener on, joined in groups as it arrives (a long held
         # stretch is a few thousand strings, not one per 4-character chunk).
         self._pending: list[str] = []
         self._recent: list[str] = []
-        firsts = MarkerSet((*self._markers, fmt.open_tag)).firsts
+        firsts = marker_set((*self._markers, fmt.open_tag)).firsts
         # One first character (``<`` or ``[``) is one ``in`` test per chunk on the fast path.
         self._first = firsts if len(firsts) == 1 else ""
         self._firsts = firsts

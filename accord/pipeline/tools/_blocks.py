@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accord.pipeline.holdback import MarkerSet
+from accord.pipeline.holdback import marker_set
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
 from accord.pipeline.tools._schema import ArgumentTyper
 from accord.pipeline.tools.names import resolve_tool_name
@@ -210,8 +210,8 @@ class BlockToolParser:
         self._inner = frozenset(fmt.inner)
         self._toggles = fmt.toggles
         self._all = (*fmt.openers, *fmt.closers, *fmt.inner)
-        self._in_text = MarkerSet(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
-        self._in_block = MarkerSet(self._all)
+        self._in_text = marker_set(fmt.openers if fmt.trailer is None else (*fmt.openers, fmt.trailer))
+        self._in_block = marker_set(self._all)
         self._first = self._in_block.firsts if len(self._in_block.firsts) == 1 else ""
         # What a scan (which searches every marker) would hold back whole, outside a block and in one.
         self._hold_text = self._in_text.held_whole(self._all)

@@ -75,7 +75,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from accord.pipeline.holdback import MarkerSet, find_first
+from accord.pipeline.holdback import find_first, marker_set
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
 from accord.pipeline.tools._jsonscan import IN_STRING, INVALID, MORE, JsonScanner, decode_at
@@ -98,7 +98,7 @@ class JsonCallParser:
         self._tools = tuple(tools)
         self._openers = fmt.openers
         self._text_markers = (*fmt.openers, *fmt.section_begins, *fmt.section_ends)
-        self._text_set = MarkerSet(self._text_markers)
+        self._text_set = marker_set(self._text_markers)
         self._lead = re.compile("[" + re.escape(self._text_set.firsts) + "]")
         self._held_whole = self._text_set.held_whole()
         self._ends = (*fmt.closers, *fmt.soft_closers)
@@ -111,7 +111,7 @@ class JsonCallParser:
             for k in range(1, len(m))
             if not any(m[:k].startswith(c) for c in self._ends) and not (fmt.fence and m.startswith("`"))
         )
-        self._closer_set = MarkerSet(fmt.closers)
+        self._closer_set = marker_set(fmt.closers)
         # A call that is all in one buffer may be read in one step (see ``_whole_call``), and
         # what the format says of the blank headers seen so far is kept.
         self._whole_ok = bool(fmt.closers) and not (
