@@ -41,6 +41,9 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ),
     ("tools", "hermes", "", '<tool_call>{"name": "get_time", "argu', ""),
     ("tools", "hermes", "", "<tool_call> tags ", ""),
+    # Calls a one-step read of whole text tries first: each opener looks ahead for a closer.
+    ("tools", "hermes", "", "<tool_call>{", "</tool_call>"),
+    ("tools", "hermes", "", '<tool_call>{"name": "get_time", "arguments": {"a": 1}</tool_call>', ""),
     # Calls that fail again and again: at a restart quoted in their arguments, at junk after
     # a payload, at invalid JSON.
     ("tools", "hermes", "", '<tool_call>{"name": "get_time", "arguments": {"a": "x ', ""),
