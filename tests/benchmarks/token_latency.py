@@ -53,6 +53,14 @@ def serving(args: list[str], health: str, *, timeout: float) -> Iterator[subproc
             proc.wait()
 
 
+def peak_rss_mib(pid: int) -> float:
+    """The highest resident memory process ``pid`` has had so far (VmHWM), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
