@@ -17,6 +17,7 @@ engine runs its torch path.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +84,10 @@ def supports(kind: QuantKind | str) -> bool:
     return available() and kind in KIND_CODES
 
 
+#: Rows packed at a time (a multiple of the kernels' group of 16 rows).
+PACK_CHUNK_ROWS = 4096
+
+
 class PackedLinear:
     """A Q4_0, Q4_1 or Q8_0 matrix in the kernels' packed layout (``csrc/common.h``: rows in groups of
     16, the same bytes as the GGML blocks, rearranged so one vector load covers 16 rows).
@@ -91,9 +96,19 @@ class PackedLinear:
     and ``rows`` give float32 weights exactly as ggml defines the blocks.
     """
 
-    def __init__(self, raw: torch.Tensor | np.ndarray, kind: QuantKind) -> None:
+    def __init__(
+        self,
+        raw: torch.Tensor | np.ndarray,
+        kind: QuantKind,
+        *,
+        after_chunk: Callable[[], None] | None = None,
+    ) -> None:
         """``raw``: the matrix's GGML blocks, uint8 [rows, row_bytes] on the CPU -- a torch tensor, or a
-        numpy array such as a view of the model file's memory map (packed without a copy of it)."""
+        numpy array such as a view of the model file's memory map (packed without a copy of it).
+
+        The rows are packed ``PACK_CHUNK_ROWS`` at a time, and ``after_chunk`` runs after each: a
+        file-backed ``raw`` can let the pages it read go there, so that a large matrix (a token table)
+        never holds all of its file pages resident beside its packed copy."""
         assert _EXT is not None
         if not supports(kind):
             raise ValueError(f"no block kernel for {kind}")
@@ -115,7 +130,14 @@ class PackedLinear:
         self.cols = int(shape[1]) // kind.block_bytes * 32
         code = KIND_CODES[kind]
         self.packed = torch.empty(_EXT.packed_size(code, self.rows, self.cols), dtype=torch.uint8)
-        _EXT.pack(code, address, self.rows, self.cols, self.packed.data_ptr())
+        row_bytes = int(shape[1])
+        for begin in range(0, self.rows, PACK_CHUNK_ROWS):
+            rows = min(PACK_CHUNK_ROWS, self.rows - begin)
+            # Groups of rows are packed apart, so a chunk that starts on a group lands at its offset.
+            into = self.packed.data_ptr() + (_EXT.packed_size(code, begin, self.cols) if begin else 0)
+            _EXT.pack(code, address + begin * row_bytes, rows, self.cols, into)
+            if after_chunk is not None:
+                after_chunk()
 
     @property
     def out_features(self) -> int:

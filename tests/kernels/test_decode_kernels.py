@@ -80,6 +80,23 @@ def test_packed_rows_are_ggml_dequantisation_bit_for_bit(kind: QuantKind, rows: 
     assert torch.equal(packed.rows_of(ids), want[ids])
 
 
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("rows", [32, 33, 50, 64])
+def test_a_matrix_packed_in_chunks_is_the_matrix_packed_whole(
+    monkeypatch: pytest.MonkeyPatch, kind: QuantKind, rows: int
+) -> None:
+    """Chunks of rows land at their groups' offsets; the last may be short. A numpy view (what the
+    model file's map gives) is packed in place, and the callback runs after every chunk."""
+    raw = blocks(kind, rows, 64, seed=rows)
+    whole = PackedLinear(raw, kind)
+    monkeypatch.setattr(decode, "PACK_CHUNK_ROWS", 32)
+    calls: list[int] = []
+    chunked = PackedLinear(raw.numpy(), kind, after_chunk=lambda: calls.append(1))
+    assert torch.equal(chunked.packed, whole.packed)
+    assert len(calls) == -(-rows // 32)
+    assert torch.equal(chunked.dense(), dequantize(raw, kind))
+
+
 def test_a_lookup_out_of_range_is_refused() -> None:
     packed = PackedLinear(blocks(QuantKind.Q8_0, 4, 32), QuantKind.Q8_0)
     with pytest.raises(IndexError):

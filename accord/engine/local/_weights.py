@@ -77,12 +77,18 @@ def _tensor(raw: RawTensor, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(array).to(device)
 
 
-def _embedding(raw: RawTensor, device: torch.device, dtype: torch.dtype, packed: bool) -> Embedding:
+def _embedding(
+    raw: RawTensor,
+    device: torch.device,
+    dtype: torch.dtype,
+    packed: bool,
+    release: Callable[[], None] | None = None,
+) -> Embedding:
     """A table looked up by row: stored rows where they can be dequantised per lookup, else dense;
     packed where ``packed`` and the C kernels run (the stored rows are then not kept; a kind they do
-    not read becomes Q8_0, see ``_for_kernels``)."""
+    not read becomes Q8_0, see ``_for_kernels``). ``release`` lets the file pages read so far go."""
     if packed and device.type == "cpu" and decode.available() and _quantized(raw):
-        table = _for_kernels([raw], device)
+        table = _for_kernels([raw], device, release)
         return Embedding(torch.empty(0, dtype=torch.uint8), table.kind, table)
     if raw.kind == "OTHER":
         return Embedding(_dense(raw, device).to(dtype), "DENSE")
@@ -94,7 +100,9 @@ def _quantized(raw: RawTensor) -> bool:
     return isinstance(raw.kind, QuantKind) or raw.kind == "OTHER"
 
 
-def _for_kernels(parts: list[RawTensor], device: torch.device) -> PackedLinear:
+def _for_kernels(
+    parts: list[RawTensor], device: torch.device, release: Callable[[], None] | None = None
+) -> PackedLinear:
     """``parts`` stacked by rows for the C kernels: as stored where they all are one kind the kernels
     read, else re-quantised to Q8_0 (K-quants, Q5 and the other kinds, or a mix of kinds, which one
     matrix cannot hold). Q8_0 is finer than any of those, so the re-quantisation adds little error, and
@@ -104,7 +112,7 @@ def _for_kernels(parts: list[RawTensor], device: torch.device) -> PackedLinear:
     if len(kinds) == 1 and isinstance(kind, QuantKind) and decode.supports(kind):
         # Packed straight from the file's memory map (a single part needs no copy at all).
         views = [np.asarray(p.data).reshape(p.shape[0], -1) for p in parts]
-        return PackedLinear(views[0] if len(views) == 1 else np.concatenate(views), kind)
+        return PackedLinear(views[0] if len(views) == 1 else np.concatenate(views), kind, after_chunk=release)
     q8 = gguf.GGMLQuantizationType.Q8_0
     blocks = [gguf.quants.quantize(_dense(p, device).numpy(), q8) for p in parts]
     raw = torch.from_numpy(np.ascontiguousarray(np.concatenate(blocks)))
@@ -178,10 +186,15 @@ def build_weights(
         model.drop_resident_pages()
     factors = tensors.get("rope_freqs.weight")
     embd = get("token_embd.weight")
-    embedding = _embedding(embd, device, dtype, quantized)
+    # The token table is the largest matrix: its file pages go as it is packed, not after.
+    embedding = _embedding(embd, device, dtype, quantized, model.drop_resident_pages)
     output = tensors.get("output.weight")
     # Without an output matrix the model reuses the embedding table, whose stored rows are exact.
-    rows = embedding if output is None else _embedding(output, device, dtype, quantized)
+    rows = (
+        embedding
+        if output is None
+        else _embedding(output, device, dtype, quantized, model.drop_resident_pages)
+    )
     return ModelWeights(
         embedding=embedding,
         layers=layers,
