@@ -9,7 +9,7 @@ checks it)::
     │   ├── Overloaded          429 (503 while draining) with Retry-After: admission control (adapters/http)
     │   └── TemplateRaised      the chat template refused the conversation (adapters/templates)
     ├── GenerationError         the engine or the model failed (code: engine_error, upstream_error, ...)
-    │   ├── NoHealthyUpstream   every upstream of a pool is marked down (engine/upstream)
+    │   ├── NoHealthyUpstream   every upstream of a pool is marked down (raised by engine/upstream)
     │   └── ConstraintError     a schema or tool set the grammar library cannot compile (engine/local)
     ├── UnsupportedModel        a model file the local engine cannot run (engine/local)
     ├── ProtocolViolation       a stage got an event it must never get: a bug, not a case to handle
@@ -88,6 +88,14 @@ class GenerationError(AccordError):
     """The engine or the model failed; ``code`` is the SSE/JSON error code (SPEC W6)."""
 
     code = "engine_error"
+
+
+class NoHealthyUpstream(GenerationError):
+    """Every upstream of a remote engine's pool is down (or excluded).
+
+    Defined here rather than beside the pool so that the HTTP edge can name it without importing
+    the HTTP client the remote engine uses, which a server of the embedded engine never needs.
+    """
 
 
 class ProtocolViolation(AccordError):

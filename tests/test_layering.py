@@ -76,6 +76,19 @@ def test_events_load_without_io_libraries() -> None:
     assert out == ""
 
 
+def test_the_server_loads_no_http_client_until_an_upstream_needs_one() -> None:
+    """The HTTP app (which names the remote engine's errors) does not import the client the remote
+    engine talks through: about 7 MiB a server of the embedded engine never uses."""
+    code = (
+        "import sys, accord.adapters.build, accord.adapters.http.app, accord.adapters.http.completions;"
+        "print(','.join(m for m in ('httpx', 'httpcore', 'accord.engine.upstream') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == ""
+
+
 def test_import_contracts_hold() -> None:
     """The import-linter contracts of pyproject.toml (layers, no cycles, a pure core) hold on today's code."""
     lint = Path(sys.executable).with_name("lint-imports")

@@ -32,8 +32,7 @@ from accord.adapters.http.exchange import Exchange, error_body
 from accord.adapters.http.framing import client_gone, failure_status
 from accord.adapters.runner import Stop
 from accord.engine.protocol import Engine, GenerationRequest, PromptTokenizer, RequestHints, Sampling
-from accord.engine.upstream import NoHealthyUpstream
-from accord.errors import RequestError
+from accord.errors import NoHealthyUpstream, RequestError
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 
 log = structlog.get_logger("accord.http")

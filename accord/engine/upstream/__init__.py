@@ -1,5 +1,7 @@
 """Talking to OpenAI-compatible completion servers: wire, pool, calls, model files."""
 
+from accord.errors import NoHealthyUpstream
+
 from ._calls import (
     DEFAULT_RETRY,
     RetryPolicy,
@@ -10,7 +12,7 @@ from ._calls import (
 )
 from ._hub import ModelNotFound, ResolvedModel, SamplingDefaults, resolve_model, served_model_id
 from ._model_files import ModelFiles, TextTokenizer, load_model_files
-from ._pool import HttpSession, NoHealthyUpstream, Upstream, UpstreamPool, base_url
+from ._pool import HttpSession, Upstream, UpstreamPool, base_url
 from ._wire import CompletionBody, SSEDecoder, StreamReader, decode_body, failure_in_stream, failure_of
 
 __all__ = [

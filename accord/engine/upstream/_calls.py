@@ -32,9 +32,9 @@ import httpx
 import msgspec
 import structlog
 
-from accord.engine.upstream._pool import NoHealthyUpstream, Upstream, UpstreamPool
+from accord.engine.upstream._pool import Upstream, UpstreamPool
 from accord.engine.upstream._wire import CompletionBody, SSEDecoder, StreamReader, decode_body, failure_of
-from accord.errors import GenerationError
+from accord.errors import GenerationError, NoHealthyUpstream
 from accord.events.generation import EngineFailed, GenerationOutput
 
 log = structlog.get_logger("accord.engine.remote")

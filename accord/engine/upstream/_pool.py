@@ -38,13 +38,9 @@ import httpx
 import msgspec
 import structlog
 
-from accord.errors import GenerationError
+from accord.errors import NoHealthyUpstream
 
 log = structlog.get_logger("accord.engine.remote")
-
-
-class NoHealthyUpstream(GenerationError):
-    """Every upstream of the pool is down (or excluded)."""
 
 
 class ModelCard(msgspec.Struct, kw_only=True):
