@@ -253,7 +253,8 @@ class JsonCallParser:
                 self._held = buf[n - held :] if held else ""
                 return n
             at, marker = match.start(), match.group()
-            self._text.emit(buf[pos:at])
+            if at > pos:
+                self._text.emit(buf[pos:at])
             after = at + len(marker)
             if marker not in self._openers:
                 break
