@@ -62,31 +62,30 @@ def test_package_imports_stay_below_its_layer(package: str, forbidden: tuple[str
     assert offenders == []
 
 
+def _loaded_by(modules: list[str], watched: tuple[str, ...]) -> list[str]:
+    """Which of ``watched`` a fresh interpreter has loaded after importing ``modules``."""
+    code = f"import sys, {', '.join(modules)}; print(' '.join(m for m in {watched!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
 def test_events_load_without_io_libraries() -> None:
     """Importing the whole events package and every parser pulls in no event loop, server or torch."""
-    code = (
-        "import sys, accord.events.wire, accord.events.response, accord.events.generation, "
-        "accord.pipeline.reasoning, accord.pipeline.tools, accord.pipeline.parse, accord.pipeline.items;"
-        "bad = [m for m in ('anyio', 'hypercorn', 'torch', 'trio') if m in sys.modules];"
-        "print(','.join(bad))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == ""
+    events = ["accord.events.wire", "accord.events.response", "accord.events.generation"]
+    pipeline = [
+        "accord.pipeline.reasoning",
+        "accord.pipeline.tools",
+        "accord.pipeline.parse",
+        "accord.pipeline.items",
+    ]
+    assert _loaded_by(events + pipeline, ("anyio", "hypercorn", "torch", "trio")) == []
 
 
 def test_the_server_loads_no_http_client_until_an_upstream_needs_one() -> None:
     """The HTTP app (which names the remote engine's errors) does not import the client the remote
     engine talks through: about 7 MiB a server of the embedded engine never uses."""
-    code = (
-        "import sys, accord.adapters.build, accord.adapters.http.app, accord.adapters.http.completions;"
-        "print(','.join(m for m in ('httpx', 'httpcore', 'accord.engine.upstream') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == ""
+    server = ["accord.adapters.build", "accord.adapters.http.app", "accord.adapters.http.completions"]
+    assert _loaded_by(server, ("httpx", "httpcore", "accord.engine.upstream")) == []
 
 
 def test_import_contracts_hold() -> None:
