@@ -417,6 +417,19 @@ def hermes_rows() -> list[Row]:
             [call("get_weather", '{"city": "Rome"}')],
         ),
         Row(
+            "arguments_first_compact_layout",
+            '<tool_call>{"arguments":{"city":"Oslo"},"name":"get_weather"}</tool_call>',
+            [call("get_weather", '{"city":"Oslo"}')],
+        ),
+        as_text(
+            "arguments_first_then_junk_before_the_closer",
+            '<tool_call>{"arguments": {}, "name": "get_time"} junk</tool_call>',
+        ),
+        as_text(
+            "arguments_first_then_invalid_member",
+            '<tool_call>{"arguments": {"city": "Oslo"}, "name": "get_weather", "x": NaN}</tool_call>',
+        ),
+        Row(
             "repeated_arguments_key_first_encoded_as_a_string",
             '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}", '
             '"arguments": {"city": "Oslo"}}</tool_call>',

@@ -22,27 +22,41 @@ from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members, value_at
 from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
-#: The head of a wrapper as ``json.dumps`` (and so most models) lays it out, with or without
-#: spaces, up to the arguments' value: the name is one that needs no escape.
-_LAID_OUT = re.compile(r'\{"name": ?"([^"\\\x00-\x1f]*)", ?"arguments": ?')
+#: A wrapper as models lay it out, with or without spaces: name first (Qwen's templates, and
+#: ``json.dumps`` of ``{"name", "arguments"}``), up to the arguments' value; or arguments first, the
+#: name after them (the example in NousResearch's Hermes function-calling prompt). The name is one
+#: that needs no escape.
+_NAME_FIRST = re.compile(r'\{"name": ?"([^"\\\x00-\x1f]*)", ?"arguments": ?')
+_ARGUMENTS_FIRST = re.compile(r'\{"arguments": ?')
+_NAME_LAST = re.compile(r', ?"name": ?"([^"\\\x00-\x1f]*)"[ \t\r\n]*\}[ \t\r\n]*')
 
 
 def wrapper_call(
     payload: str, tools: Sequence[ToolSpec], *, call_id_key: str | None = None
 ) -> ToolCall | None:
-    """One call from a ``{"name": …, "arguments"|"parameters": …}`` object, or ``None``."""
-    if call_id_key is None and (m := _LAID_OUT.match(payload)) is not None:
-        # The common layout, read with one C decode, of the arguments: the name needs no
-        # escape, so it is its own text, and the arguments run to the closing brace, so there
-        # is no third member and no repeated key. Any other layout is walked member by member.
-        start = m.end()
-        value, end = value_at(payload, start)
-        if end >= 0 and payload[end:].strip(" \t\r\n") == "}":
-            name = resolve(m[1], tools)
-            arguments = (
-                payload[start:end] if type(value) is dict else arguments_text((value, payload[start:end]))
-            )
-            return None if name is None or arguments is None else ToolCall(name=name, arguments=arguments)
+    """One call from a ``{"name": …, "arguments"|"parameters": …}`` object, or ``None``.
+
+    The two usual layouts are read with one C decode, of the arguments: the name needs no escape,
+    so it is its own text, and the two members make the whole object, so there is no third member
+    and no repeated key. Any other layout is walked member by member.
+    """
+    raw_name, start, value, end = None, 0, None, -1
+    if call_id_key is None:
+        if (head := _NAME_FIRST.match(payload)) is not None:
+            start = head.end()
+            value, end = value_at(payload, start)
+            if end >= 0 and payload[end:].strip(" \t\r\n") == "}":
+                raw_name = head[1]
+        elif (head := _ARGUMENTS_FIRST.match(payload)) is not None:
+            start = head.end()
+            value, end = value_at(payload, start)
+            if end >= 0 and (tail := _NAME_LAST.fullmatch(payload, end)) is not None:
+                raw_name = tail[1]
+    if raw_name is not None:
+        raw = payload[start:end]
+        name = resolve(raw_name, tools)
+        arguments = raw if type(value) is dict else arguments_text((value, raw))
+        return None if name is None or arguments is None else ToolCall(name=name, arguments=arguments)
     members = object_members(payload)
     if members is None:
         return None
