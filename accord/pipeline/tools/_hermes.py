@@ -53,10 +53,7 @@ def wrapper_call(
             if end >= 0 and (tail := _NAME_LAST.fullmatch(payload, end)) is not None:
                 raw_name = tail[1]
     if raw_name is not None:
-        raw = payload[start:end]
-        name = resolve(raw_name, tools)
-        arguments = raw if type(value) is dict else arguments_text((value, raw))
-        return None if name is None or arguments is None else ToolCall(name=name, arguments=arguments)
+        return _call(raw_name, (value, payload[start:end]), tools)
     members = object_members(payload)
     if members is None:
         return None
@@ -69,18 +66,21 @@ def call_from_members(
     name_member = members.get("name")
     if name_member is None or not isinstance(name_member[0], str):
         return None
-    name = resolve(name_member[0], tools)
-    if name is None:
-        return None
-    arguments = arguments_text(members.get("arguments", members.get("parameters")))
-    if arguments is None:
-        return None
     call_id = None
     if call_id_key is not None:
         id_member = members.get(call_id_key)
         if id_member is not None and isinstance(id_member[0], str) and id_member[0]:
             call_id = id_member[0]
-    return ToolCall(name=name, arguments=arguments, call_id=call_id)
+    return _call(name_member[0], members.get("arguments", members.get("parameters")), tools, call_id)
+
+
+def _call(
+    raw_name: str, arguments: tuple[object, str] | None, tools: Sequence[ToolSpec], call_id: str | None = None
+) -> ToolCall | None:
+    """The call of a declared name with arguments that are an object, or ``None``."""
+    name = resolve(raw_name, tools)
+    text = None if name is None else arguments_text(arguments)
+    return None if name is None or text is None else ToolCall(name=name, arguments=text, call_id=call_id)
 
 
 class HermesFormat(CallFormat):

@@ -112,12 +112,10 @@ class JsonCallParser:
             if not any(m[:k].startswith(c) for c in self._ends) and not (fmt.fence and m.startswith("`"))
         )
         self._closer_set = marker_set(fmt.closers)
-        # A call that is all in one buffer may be read in one step (see ``_whole_call``), and
-        # what the format says of the blank headers seen so far is kept.
+        # A call that is all in one buffer may be read in one step (see ``_whole_call``).
         self._whole_ok = bool(fmt.closers) and not (
             fmt.hard_closers or fmt.fence or fmt.checks_payload_prefix
         )
-        self._blank_headers: dict[tuple[str, str], bool] = {}
         self._closer_memo: tuple[str | None, int, int, int, str] = (None, 0, 0, -1, "")
         self._checks_head = fmt.checks_payload_prefix
         self._tokens_only = fmt.section_markers_are_tokens
@@ -416,10 +414,7 @@ class JsonCallParser:
         k, closer = self._closer_from(buf, j)
         if k < 0:
             return -1
-        ok = self._blank_headers.get((opener, header))
-        if ok is None:
-            ok = self._blank_headers[opener, header] = fmt.header_prefix_ok(opener, header)
-        if not ok:
+        if not fmt.header_prefix_ok(opener, header):
             return -1
         calls = fmt.calls(opener, header, buf[j:k].rstrip(" \t\r\n"), self._tools)
         if not calls:

@@ -142,23 +142,6 @@ def _value_at(text: str, i: int) -> tuple[Any, int]:
 UNDECODED: Any = object()
 
 
-def decode_at(text: str, i: int, limit: int = 8192) -> tuple[Any, int]:
-    """The strict JSON value starting at ``text[i]`` and where it ends; ``(UNDECODED, -1)`` if none.
-
-    This is the C decoder: a payload that arrived whole is scanned and decoded in one call.
-    Only ``limit`` characters are offered to it (a longer value is left to the scanner),
-    because a decoding error costs time in proportion to the text before it.
-    """
-    window = text[i : i + limit]
-    if "}" not in window and "]" not in window:
-        return UNDECODED, -1  # no value can end here (a chunk of a stream): spare the raised error
-    try:
-        value, end = _value_at(window, 0)
-    except (ValueError, RecursionError):
-        return UNDECODED, -1
-    return value, i + end
-
-
 def value_at(text: str, i: int) -> tuple[Any, int]:
     """The strict JSON value at ``text[i]`` and where it ends; ``(UNDECODED, -1)`` if none.
 
@@ -170,6 +153,20 @@ def value_at(text: str, i: int) -> tuple[Any, int]:
     except (StopIteration, ValueError, RecursionError):
         return UNDECODED, -1
     return value, end
+
+
+def decode_at(text: str, i: int, limit: int = 8192) -> tuple[Any, int]:
+    """The strict JSON value starting at ``text[i]`` and where it ends; ``(UNDECODED, -1)`` if none.
+
+    This is the C decoder: a payload that arrived whole is scanned and decoded in one call.
+    Only ``limit`` characters are offered to it (a longer value is left to the scanner),
+    because a decoding error costs time in proportion to the text before it.
+    """
+    window = text[i : i + limit]
+    if "}" not in window and "]" not in window:
+        return UNDECODED, -1  # no value can end here (a chunk of a stream): spare the raised error
+    value, end = value_at(window, 0)
+    return (value, i + end) if end >= 0 else (UNDECODED, -1)
 
 
 def is_object(text: str, decoded: Any = UNDECODED) -> bool:

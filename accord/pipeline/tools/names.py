@@ -24,7 +24,7 @@ def _unique(candidates: list[ToolSpec]) -> ToolSpec | None:
 
 def resolve_tool_name(raw: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
     """The declared tool ``raw`` names, or ``None`` when it names none (or several)."""
-    for tool in tools:
+    for tool in reversed(tools):  # the last of a repeated name, as the mapping below keeps it
         if tool.name == raw:
             return tool  # the common case, before any mapping is built
     if not tools:
