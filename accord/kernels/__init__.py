@@ -1,43 +1,46 @@
-"""Numeric ops for the embedded engine: dequantisation, norms, rotary embedding, paged attention, sampling.
+"""Numeric ops for the embedded engine.
 
-Written for torch (CPU, and CUDA when present); :mod:`accord.kernels.cuda` holds cupy kernels for
-dequantisation and sampling, imported only where a GPU is used.
+:mod:`accord.kernels.decode` runs a whole decode step in C (``csrc/``) over numpy buffers, and is what a
+CPU uses wherever it was built; it, :mod:`accord.kernels.kinds` and :mod:`accord.kernels.noise` import
+no torch, so a server on that path never loads it. The rest is the torch path (a GPU, a float model, an
+install without the C kernels): dequantisation, norms, rotary embedding, paged attention and sampling,
+with :mod:`accord.kernels.cuda` holding cupy kernels imported only where a GPU is used.
+
+The names below are loaded when first read (PEP 562), so importing one torch-free submodule does not
+import the torch ones through this package.
 """
 
-from accord.kernels.attention import decode_attention, prefill_attention, write_kv
-from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
-from accord.kernels.norm import rms_norm
-from accord.kernels.quant import (
-    Int4Blocks,
-    QuantKind,
-    dequantize,
-    dequantize_int4,
-    quantize_int4,
-    split_int4,
-    unpack_int4,
-)
-from accord.kernels.rotary import RotaryTable, apply_rotary
-from accord.kernels.sampling import SamplingRow, filter_logits, sample
+from __future__ import annotations
 
-__all__ = [
-    "DenseLinear",
-    "Int4Blocks",
-    "Int4Linear",
-    "Linear",
-    "QuantKind",
-    "RotaryTable",
-    "SamplingRow",
-    "StackedLinear",
-    "apply_rotary",
-    "decode_attention",
-    "dequantize",
-    "dequantize_int4",
-    "filter_logits",
-    "prefill_attention",
-    "quantize_int4",
-    "rms_norm",
-    "sample",
-    "split_int4",
-    "unpack_int4",
-    "write_kv",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "DenseLinear": "linear",
+    "Int4Blocks": "quant",
+    "Int4Linear": "linear",
+    "Linear": "linear",
+    "QuantKind": "kinds",
+    "RotaryTable": "rotary",
+    "SamplingRow": "noise",
+    "StackedLinear": "linear",
+    "apply_rotary": "rotary",
+    "decode_attention": "attention",
+    "dequantize": "quant",
+    "dequantize_int4": "quant",
+    "filter_logits": "sampling",
+    "prefill_attention": "attention",
+    "quantize_int4": "quant",
+    "rms_norm": "norm",
+    "sample": "sampling",
+    "split_int4": "quant",
+    "unpack_int4": "quant",
+    "write_kv": "attention",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

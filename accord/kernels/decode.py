@@ -7,6 +7,11 @@ team of threads that meet at barriers between phases, multiplies 8-bit activatio
 blocks as the file stores them (one integer dot product per 32 weights, as llama.cpp does), and releases
 the GIL while it runs.
 
+No torch here. The engine's C path holds its buffers as numpy arrays (the KV cache as the bf16 bit
+patterns, ``uint16``), so a server on it never imports torch, a fifth of a GiB of memory. The few
+methods that take and give torch tensors are for the torch path and for tests, and import it when
+called.
+
 Which instruction set: the best this CPU has -- AVX-512 with VNNI, AVX2, or the x86-64 baseline --
 limited the way torch's own kernels are by ``ATEN_CPU_CAPABILITY`` (``default``, ``avx2``, ``avx512``),
 so every path can be run and tested on one machine. The extension is optional: where it was not built
@@ -19,11 +24,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+import numpy.typing as npt
 
-from accord.kernels.quant import QuantKind
+from accord.kernels.kinds import QuantKind
+from accord.kernels.noise import MASK64, SamplingRow
+
+if TYPE_CHECKING:
+    import torch
 
 try:
     from accord.kernels import _decode as _EXT
@@ -73,11 +83,14 @@ def set_threads(n: int) -> int:
     return int(_EXT.set_threads(n))
 
 
-def sample(logits: torch.Tensor, params: list[tuple[float, float, int, int, int]]) -> list[int]:
-    """Each row's token (csrc/sample.c): params per row are (temperature, top_p, top_k, seed, step)."""
+def sample(logits: npt.NDArray[np.float32], rows: list[SamplingRow]) -> list[int]:
+    """Each row's token (csrc/sample.c) from float32 ``logits`` [len(rows), vocab]."""
     assert _EXT is not None
-    logits = logits.to(torch.float32).contiguous()
-    return _EXT.sample(logits.data_ptr(), int(logits.shape[0]), int(logits.shape[1]), params)
+    if logits.dtype != np.float32 or logits.ndim != 2 or logits.shape[0] != len(rows):
+        raise ValueError("expected float32 logits [rows, vocab], one SamplingRow per row")
+    logits = np.ascontiguousarray(logits)
+    params = [(r.temperature, r.top_p, r.top_k, r.seed & MASK64, r.step) for r in rows]
+    return _EXT.sample(logits.ctypes.data, int(logits.shape[0]), int(logits.shape[1]), params)
 
 
 def supports(kind: QuantKind | str) -> bool:
@@ -98,13 +111,13 @@ class PackedLinear:
 
     def __init__(
         self,
-        raw: torch.Tensor | np.ndarray,
+        raw: npt.NDArray[np.uint8],
         kind: QuantKind,
         *,
         after_chunk: Callable[[], None] | None = None,
     ) -> None:
-        """``raw``: the matrix's GGML blocks, uint8 [rows, row_bytes] on the CPU -- a torch tensor, or a
-        numpy array such as a view of the model file's memory map (packed without a copy of it).
+        """``raw``: the matrix's GGML blocks, uint8 [rows, row_bytes] -- such as a view of the model
+        file's memory map, packed without a copy of it (a CPU torch tensor converts without one too).
 
         The rows are packed ``PACK_CHUNK_ROWS`` at a time, and ``after_chunk`` runs after each: a
         file-backed ``raw`` can let the pages it read go there, so that a large matrix (a token table)
@@ -112,29 +125,20 @@ class PackedLinear:
         assert _EXT is not None
         if not supports(kind):
             raise ValueError(f"no block kernel for {kind}")
-        if isinstance(raw, np.ndarray):
-            array = np.ascontiguousarray(raw)
-            ok, address, shape = (
-                array.dtype == np.uint8 and array.ndim == 2,
-                int(array.ctypes.data),
-                array.shape,
-            )
-        else:
-            tensor = raw.contiguous()
-            ok = tensor.dtype == torch.uint8 and tensor.dim() == 2 and tensor.device.type == "cpu"
-            address, shape = tensor.data_ptr(), tuple(tensor.shape)
-        if not ok:
+        array = np.ascontiguousarray(np.asarray(raw))
+        if array.dtype != np.uint8 or array.ndim != 2:
             raise ValueError("expected CPU uint8 blocks [rows, row_bytes]")
+        address, row_bytes = int(array.ctypes.data), int(array.shape[1])
         self.kind = kind
-        self.rows = int(shape[0])
-        self.cols = int(shape[1]) // kind.block_bytes * 32
+        self.rows = int(array.shape[0])
+        self.cols = row_bytes // kind.block_bytes * 32
         code = KIND_CODES[kind]
-        self.packed = torch.empty(_EXT.packed_size(code, self.rows, self.cols), dtype=torch.uint8)
-        row_bytes = int(shape[1])
+        self.packed = np.empty(_EXT.packed_size(code, self.rows, self.cols), dtype=np.uint8)
+        base = int(self.packed.ctypes.data)
         for begin in range(0, self.rows, PACK_CHUNK_ROWS):
             rows = min(PACK_CHUNK_ROWS, self.rows - begin)
             # Groups of rows are packed apart, so a chunk that starts on a group lands at its offset.
-            into = self.packed.data_ptr() + (_EXT.packed_size(code, begin, self.cols) if begin else 0)
+            into = base + (_EXT.packed_size(code, begin, self.cols) if begin else 0)
             _EXT.pack(code, address + begin * row_bytes, rows, self.cols, into)
             if after_chunk is not None:
                 after_chunk()
@@ -145,12 +149,14 @@ class PackedLinear:
 
     def describe(self) -> tuple[int, int, int, int]:
         """(address, kind code, rows, cols): what the C side reads the matrix by."""
-        return (self.packed.data_ptr(), KIND_CODES[self.kind], self.rows, self.cols)
+        return (int(self.packed.ctypes.data), KIND_CODES[self.kind], self.rows, self.cols)
 
     def matmul(self, x: torch.Tensor, isa: int | None = None, *, precise: bool = False) -> torch.Tensor:
         """float32 ``x @ W.T``: with ``x`` quantised to 8 bits per block of 32, as a decode step does, or
         (``precise``) in float32 against the exact weights, as a prompt step does. ``isa``: an
         instruction set of ``ISA_NAMES`` the CPU has (default: this process's)."""
+        import torch
+
         assert _EXT is not None
         x = x.to(torch.float32).contiguous()
         out = torch.empty(x.shape[0], self.rows, dtype=torch.float32)
@@ -159,27 +165,31 @@ class PackedLinear:
         return out
 
     def dense(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        import torch
+
         assert _EXT is not None
         out = torch.empty(self.rows, self.cols, dtype=torch.float32)
-        _EXT.unpack(KIND_CODES[self.kind], self.packed.data_ptr(), self.rows, self.cols, out.data_ptr())
+        _EXT.unpack(KIND_CODES[self.kind], self.describe()[0], self.rows, self.cols, out.data_ptr())
         return out if dtype is None or dtype == torch.float32 else out.to(dtype)
 
     def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
         """float32 rows ``ids`` [n] (a table lookup)."""
+        import torch
+
         assert _EXT is not None
         ids = ids.to(torch.int64).contiguous()
         out = torch.empty(ids.shape[0], self.cols, dtype=torch.float32)
         code = KIND_CODES[self.kind]
         _EXT.gather(
-            code, self.packed.data_ptr(), self.rows, self.cols, ids.data_ptr(), ids.shape[0], out.data_ptr()
+            code, self.describe()[0], self.rows, self.cols, ids.data_ptr(), ids.shape[0], out.data_ptr()
         )
         return out
 
 
 @dataclass(frozen=True, slots=True)
 class DecodeLayer:
-    attn_norm: torch.Tensor
-    ffn_norm: torch.Tensor
+    attn_norm: npt.NDArray[np.float32]
+    ffn_norm: npt.NDArray[np.float32]
     qkv: PackedLinear
     out: PackedLinear
     gate_up: PackedLinear
@@ -198,12 +208,12 @@ class DecodeShape:
 
 
 class DecodeModel:
-    """One C model over the engine's own tensors: token table, weights, final norm, rotary table and
+    """One C model over the engine's own buffers: token table, weights, final norm, rotary table and
     KV cache.
 
     It reads them in place, so it holds references to all of them for as long as it lives. ``cache`` is
-    bf16 ``[layers, 2, kv_heads, blocks, block_size, head_dim]`` and ``rotations`` the complex64
-    ``[positions, head_dim / 2]`` table of :class:`~accord.kernels.rotary.RotaryTable`.
+    ``[layers, 2, kv_heads, blocks, block_size, head_dim]`` bf16 values as their ``uint16`` bit patterns,
+    and ``rotations`` the complex64 ``[positions, head_dim / 2]`` table of ``exp(i * position * freq)``.
     """
 
     def __init__(
@@ -211,18 +221,19 @@ class DecodeModel:
         shape: DecodeShape,
         layers: list[DecodeLayer],
         embed: PackedLinear,
-        out_norm: torch.Tensor,
+        out_norm: npt.NDArray[np.float32],
         head: PackedLinear,
-        rotations: torch.Tensor,
-        cache: torch.Tensor,
+        rotations: npt.NDArray[np.complex64],
+        cache: npt.NDArray[np.uint16],
         isa: int | None = None,
     ) -> None:
         assert _EXT is not None
-        if cache.dtype != torch.bfloat16 or not cache.is_contiguous():
-            raise ValueError("the decode kernels read a contiguous bf16 cache")
-        if rotations.dtype != torch.complex64 or not rotations.is_contiguous():
+        if cache.dtype != np.uint16 or cache.ndim != 6 or not cache.flags.c_contiguous:
+            raise ValueError("the decode kernels read a contiguous bf16 cache (uint16 bit patterns)")
+        if rotations.dtype != np.complex64 or not rotations.flags.c_contiguous:
             raise ValueError("the decode kernels read a contiguous complex64 rotary table")
         self._keep = (layers, embed, out_norm, head, rotations, cache)
+        self.shape = shape
         self.dim = int(out_norm.shape[0])
         self.vocab = head.rows
         self.isa = instruction_set() if isa is None else _checked(isa)
@@ -248,9 +259,9 @@ class DecodeModel:
             embed.describe(),
             head.describe(),
             _vector(out_norm),
-            rotations.data_ptr(),
+            int(rotations.ctypes.data),
             int(rotations.shape[0]),
-            cache.data_ptr(),
+            int(cache.ctypes.data),
             int(cache.shape[3]),
             int(cache.shape[4]),
         )
@@ -264,32 +275,31 @@ class DecodeModel:
         logit_rows: list[int],
         *,
         precise: bool,
-    ) -> torch.Tensor:
+    ) -> npt.NDArray[np.float32]:
         """Run every layer for the tokens ``ids``: row ``i`` is the token at ``positions[i]`` of the
         sequence whose cache blocks are ``tables[row_tables[i]]`` (in order). Every row's key and value
         go into the cache first, then each row attends over its sequence up to its own position, so the
         rows of one prompt chunk may share a step. ``precise``: float32 activations (prompt rows) rather
         than 8-bit ones (decode rows).
 
-        Returns the logits [len(logit_rows), vocab] of the rows ``logit_rows``, each row's leaders exact.
-        Plain lists, read by the C side directly: the step costs no torch op but the output's allocation
-        (each one gives the GIL up and may wait to get it back from the server's threads).
+        Returns the float32 logits [len(logit_rows), vocab] of the rows ``logit_rows``, each row's
+        leaders exact. Plain lists, read by the C side directly.
         """
         assert _EXT is not None
-        logits = torch.empty(len(logit_rows), self.vocab, dtype=torch.float32)
-        _EXT.step(self._handle, precise, ids, positions, tables, row_tables, logit_rows, logits.data_ptr())
+        logits = np.empty((len(logit_rows), self.vocab), dtype=np.float32)
+        _EXT.step(self._handle, precise, ids, positions, tables, row_tables, logit_rows, logits.ctypes.data)
         return logits
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def logits(self, hidden: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Logits [M, vocab] of final hidden states [M, dim] (normalised), each row's leaders exact."""
         assert _EXT is not None
-        hidden = hidden.to(torch.float32).contiguous()
-        out = torch.empty(hidden.shape[0], self.vocab, dtype=torch.float32)
-        _EXT.logits(self._handle, int(hidden.shape[0]), hidden.data_ptr(), out.data_ptr())
+        hidden = np.ascontiguousarray(hidden, dtype=np.float32)
+        out = np.empty((hidden.shape[0], self.vocab), dtype=np.float32)
+        _EXT.logits(self._handle, int(hidden.shape[0]), hidden.ctypes.data, out.ctypes.data)
         return out
 
 
-def _vector(t: torch.Tensor) -> int:
-    if t.dtype != torch.float32 or not t.is_contiguous():
-        raise ValueError("norm weights must be contiguous float32")
-    return t.data_ptr()
+def _vector(v: npt.NDArray[np.float32]) -> int:
+    if v.dtype != np.float32 or v.ndim != 1 or not v.flags.c_contiguous:
+        raise ValueError("norm weights must be contiguous float32 vectors")
+    return int(v.ctypes.data)

@@ -14,25 +14,12 @@ GGUF stores) and works on any torch device.
 
 from __future__ import annotations
 
-import enum
 from typing import NamedTuple
 
 import torch
 
-BLOCK = 32
-
-
-class QuantKind(enum.Enum):
-    Q4_0 = "Q4_0"
-    Q4_1 = "Q4_1"
-    Q8_0 = "Q8_0"
-
-    @property
-    def block_bytes(self) -> int:
-        return _BLOCK_BYTES[self]
-
-
-_BLOCK_BYTES = {QuantKind.Q4_0: 18, QuantKind.Q4_1: 20, QuantKind.Q8_0: 34}
+from accord.kernels.kinds import BLOCK as BLOCK
+from accord.kernels.kinds import QuantKind as QuantKind
 
 
 def _blocks(raw: torch.Tensor, kind: QuantKind) -> torch.Tensor:

@@ -16,17 +16,17 @@ import pytest
 import torch
 
 from accord.engine.local import packaged_model_path
-from accord.engine.local._batch import StepRows
-from accord.engine.local._blocks import BlockPool, KVCache
+from accord.engine.local._blocks import BlockPool
 from accord.engine.local._gguf import RawTensor, TokenizerData, read_model_file
-from accord.engine.local._model import LlamaModel
+from accord.engine.local._model import KVCache, LlamaModel
+from accord.engine.local._native import NativeModel, packed_matrix, unfit
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
-from accord.engine.local._weights import _for_kernels, build_weights
+from accord.engine.local._weights import build_weights
+from accord.kernels.noise import SamplingRow
 from accord.kernels.quant import QuantKind
-from accord.kernels.sampling import SamplingRow
 from tests.engine.reference_llama import ReferenceLlama
 
 pytestmark = pytest.mark.model
@@ -115,12 +115,17 @@ def engine_logits(path: Path, ids: list[int], positions: int = 256) -> tuple[tor
     whichever path the engine runs (the C step where its kernels read the weights, else torch)."""
     model_file = read_model_file(path)
     cfg = model_file.config
-    weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
     blocks = positions // 16 + 1
-    cache = KVCache(
-        cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, blocks, 16, torch.bfloat16, torch.device("cpu")
-    )
-    model = LlamaModel(cfg, weights, cache, torch.bfloat16, positions)
+    native = unfit(model_file, 16) is None
+    if native:
+        model: NativeModel | LlamaModel = NativeModel.build(model_file, blocks, positions)
+        cache = model.cache
+    else:
+        weights = build_weights(model_file, torch.device("cpu"), torch.bfloat16)
+        cache = KVCache(
+            cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, blocks, 16, torch.bfloat16, torch.device("cpu")
+        )
+        model = LlamaModel(cfg, weights, cache, torch.bfloat16, positions)
     scheduler = Scheduler(BlockPool(blocks, 16), cache, max_batch=1, chunk_tokens=positions)
     seq = Sequence(
         request_id="",
@@ -134,17 +139,15 @@ def engine_logits(path: Path, ids: list[int], positions: int = 256) -> tuple[tor
         outbox=Outbox(),
     )
     scheduler.add(seq)
-    with torch.inference_mode():
-        work = scheduler.schedule()
-        batch = model.batch(work)
-        every = list(range(len(ids) - 1))
-        if isinstance(batch, StepRows):
-            prompt = model.forward(dataclasses.replace(batch, logit_rows=every))
-        else:
-            prompt = model.forward(dataclasses.replace(batch, logit_rows=torch.tensor(every)))
-        scheduler.advance(work)
-        seq.accept(ids[-1])  # feed the prompt's last token as if it had been sampled
-        decode = model.forward(model.batch(scheduler.schedule()))
+    work = scheduler.schedule()
+    every = list(range(len(ids) - 1))
+    if isinstance(model, NativeModel):
+        prompt = torch.from_numpy(model.forward(dataclasses.replace(model.batch(work), logit_rows=every)))
+    else:
+        prompt = model.forward(dataclasses.replace(model.batch(work), logit_rows=torch.tensor(every)))
+    scheduler.advance(work)
+    seq.accept(ids[-1])  # feed the prompt's last token as if it had been sampled
+    decode = torch.as_tensor(model.forward(model.batch(scheduler.schedule())))  # type: ignore[arg-type]
     return prompt, decode[0]
 
 
@@ -197,9 +200,8 @@ def test_a_kind_the_kernels_do_not_read_becomes_q8_0_within_half_a_step(
     path = tmp_path / "tiny-Q5_0.gguf"
     write_tiny_llama(path, vocabulary, Q.Q5_0, tied=True)
     tensors = read_model_file(path).tensors
-    cpu = torch.device("cpu")
     stored = dequantize_tensor(tensors["blk.0.ffn_gate.weight"])
-    packed = _for_kernels([tensors["blk.0.ffn_gate.weight"]], cpu)
+    packed = packed_matrix([tensors["blk.0.ffn_gate.weight"]])
     assert packed.kind is QuantKind.Q8_0
     half_step = stored.reshape(stored.shape[0], -1, 32).abs().amax(-1, keepdim=True) / 254
     assert bool(
@@ -211,7 +213,7 @@ def test_a_kind_the_kernels_do_not_read_becomes_q8_0_within_half_a_step(
     other = tmp_path / "tiny-Q4_1.gguf"
     write_tiny_llama(other, vocabulary, Q.Q4_1, tied=True)
     q41 = read_model_file(other).tensors["blk.0.attn_q.weight"]
-    mixed = _for_kernels([q41, tensors["blk.0.attn_k.weight"]], cpu)
+    mixed = packed_matrix([q41, tensors["blk.0.attn_k.weight"]])
     assert (
         mixed.kind is QuantKind.Q8_0 and mixed.rows == q41.shape[0] + tensors["blk.0.attn_k.weight"].shape[0]
     )

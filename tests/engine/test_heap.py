@@ -67,8 +67,11 @@ def test_kv_cache_asks_for_small_pages() -> None:
     """
     import torch
 
-    from accord.engine.local._blocks import KVCache
+    from accord.engine.local._blocks import NativeCache
+    from accord.engine.local._model import KVCache
 
+    native = NativeCache(30, 3, 64, 1024, 16)
+    assert "nh" in _vm_flags(native.data.ctypes.data + native.data.nbytes // 2)
     cache = KVCache(30, 3, 64, 1024, 16, torch.bfloat16, torch.device("cpu"))
     middle = cache.data.data_ptr() + cache.nbytes // 2
     assert "nh" in _vm_flags(middle)

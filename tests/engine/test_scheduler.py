@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import torch
-
-from accord.engine.local._blocks import BlockPool, KVCache
+from accord.engine.local._blocks import BlockPool, NativeCache
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler, Work
 from accord.engine.local._sequence import Phase, Sequence, StopMatcher
 from accord.engine.local._tokenizer import Detokenizer
-from accord.kernels.sampling import SamplingRow
+from accord.kernels.noise import SamplingRow
 
 BLOCK = 4
 
 
 def make(num_blocks: int, chunk: int = 8, max_batch: int = 4) -> Scheduler:
-    cache = KVCache(1, 1, 2, num_blocks, BLOCK, torch.float32, torch.device("cpu"))
+    cache = NativeCache(1, 1, 2, num_blocks, BLOCK)
     return Scheduler(BlockPool(num_blocks, BLOCK), cache, max_batch=max_batch, chunk_tokens=chunk)
 
 

@@ -15,7 +15,7 @@ from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.protocol import split_stops
 from accord.engine.scripted import stop_cut
 from accord.events.generation import Chunk, Finished
-from accord.kernels.sampling import SamplingRow
+from accord.kernels.noise import SamplingRow
 
 
 def feed_all(stops: tuple[str, ...], pieces: list[str]) -> tuple[str, str | None]:

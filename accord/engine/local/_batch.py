@@ -1,5 +1,5 @@
-"""What one step runs on, laid out from the scheduler's work: tensors for the torch forward pass
-(``build_batch``), plain lists for the C step (``build_rows``).
+"""What one step of the torch forward pass runs on, laid out from the scheduler's work (the C step's
+plain lists are ``accord.engine.local._rows``).
 
 Row order: prompt chunks first, then decode rows sorted by how many cache blocks they attend over, so
 each attention group is one contiguous range.
@@ -52,53 +52,6 @@ class StepBatch:
     #: Rows whose logits are needed, in the order of ``sampled``.
     logit_rows: torch.Tensor
     sampled: list[Work]
-
-
-@dataclass(frozen=True, slots=True)
-class StepRows:
-    """One step's rows for the C step (``accord.kernels.decode``), as plain lists: building them costs
-    no torch op, and each torch op gives the GIL up and may wait to get it back.
-
-    Rows are ``prompt_rows`` prompt rows first, then the decode rows; ``tables`` holds each prompt chunk's
-    cache blocks, then each decode row's, and ``row_tables`` says which table each row reads.
-    """
-
-    token_ids: list[int]
-    positions: list[int]
-    tables: list[list[int]]
-    row_tables: list[int]
-    prompt_rows: int
-    #: Rows whose logits are needed, in the order of ``sampled``.
-    logit_rows: list[int]
-    sampled: list[Work]
-
-
-def build_rows(work: list[Work], block_size: int) -> StepRows:
-    prompts = [w for w in work if not w.seq.decoding or w.length > 1]
-    decodes = [w for w in work if w.seq.decoding and w.length == 1]
-    ids: list[int] = []
-    positions: list[int] = []
-    tables: list[list[int]] = []
-    row_tables: list[int] = []
-    logit_rows: list[int] = []
-    sampled: list[Work] = []
-    for w in prompts:
-        ids.extend(w.seq.tokens[w.start : w.start + w.length])
-        positions.extend(range(w.start, w.start + w.length))
-        row_tables.extend([len(tables)] * w.length)
-        tables.append(w.seq.blocks[: -(-(w.start + w.length) // block_size)])
-        if w.samples:
-            logit_rows.append(len(ids) - 1)
-            sampled.append(w)
-    prompt_rows = len(ids)
-    for w in decodes:
-        ids.append(w.seq.tokens[w.start])
-        positions.append(w.start)
-        row_tables.append(len(tables))
-        tables.append(w.seq.blocks[: w.start // block_size + 1])
-        logit_rows.append(len(ids) - 1)
-        sampled.append(w)
-    return StepRows(ids, positions, tables, row_tables, prompt_rows, logit_rows, sampled)
 
 
 def _table(blocks: list[int], device: torch.device) -> Blocks:

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-import torch
+import numpy as np
 
 from accord.engine.local._heap import no_huge_pages
 
@@ -127,42 +128,29 @@ class BlockPool:
         self._name = [None] * self.num_blocks
 
 
-class KVCache:
-    """Keys and values of every layer: ``layer(i)`` is [2, kv_heads, blocks, block_size, head_dim].
+class CacheStore(Protocol):
+    """Where the blocks' keys and values live (``NativeCache`` here, or the torch path's ``KVCache``)."""
 
-    Where the C step runs the model it alone reads and writes the cache, and it stores each block's
-    keys transposed ([head_dim, block_size]; see ``accord/kernels/csrc/forward.h``).
-    """
-
-    def __init__(
-        self,
-        n_layers: int,
-        kv_heads: int,
-        head_dim: int,
-        num_blocks: int,
-        block_size: int,
-        dtype: torch.dtype,
-        device: torch.device,
-    ) -> None:
-        # Uninitialised on purpose: pages are only committed when a block is first used, and they are
-        # small pages, or the first block would commit 2 MiB in every layer (see ``_heap``).
-        self.data = torch.empty(
-            n_layers, 2, kv_heads, num_blocks, block_size, head_dim, dtype=dtype, device=device
-        )
-        if self.data.device.type == "cpu":
-            no_huge_pages(self.data.data_ptr(), self.nbytes)
-        self.block_size = block_size
-
-    def layer(self, i: int) -> torch.Tensor:
-        return self.data[i]
+    block_size: int
 
     def clear(self, blocks: Sequence[int]) -> None:
         """Zero newly handed-out blocks: masked positions of a partly filled block must hold finite
         numbers, since zero attention weight times NaN is still NaN."""
-        if not blocks:
-            return
-        self.data.index_fill_(3, torch.tensor(blocks, dtype=torch.int64, device=self.data.device), 0)
 
-    @property
-    def nbytes(self) -> int:
-        return self.data.numel() * self.data.element_size()
+
+class NativeCache:
+    """The C step's keys and values: bf16 values as their ``uint16`` bit patterns, laid out
+    ``[layers, 2, kv_heads, blocks, block_size, head_dim]``; the step alone reads and writes them, and
+    stores each block's keys transposed ([head_dim, block_size]; see ``accord/kernels/csrc/forward.h``).
+    """
+
+    def __init__(self, n_layers: int, kv_heads: int, head_dim: int, num_blocks: int, block_size: int) -> None:
+        # Uninitialised on purpose: pages are only committed when a block is first used, and they are
+        # small pages, or the first block would commit 2 MiB in every layer (see ``_heap``).
+        self.data = np.empty((n_layers, 2, kv_heads, num_blocks, block_size, head_dim), dtype=np.uint16)
+        no_huge_pages(int(self.data.ctypes.data), self.data.nbytes)
+        self.block_size = block_size
+
+    def clear(self, blocks: Sequence[int]) -> None:
+        if blocks:
+            self.data[:, :, :, list(blocks)] = 0

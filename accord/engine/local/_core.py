@@ -16,19 +16,35 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import structlog
-import torch
 
 from accord.engine.local._grammar import apply_masks
 from accord.engine.local._heap import release_freed_memory
-from accord.engine.local._model import LlamaModel
-from accord.engine.local._scheduler import Scheduler
+from accord.engine.local._scheduler import Scheduler, Work
 from accord.engine.local._sequence import Phase, Sequence
 from accord.events.generation import EngineFailed, GenerationOutput
-from accord.kernels.sampling import sample
+from accord.kernels.noise import SamplingRow
 
 log = structlog.get_logger("accord.engine.local")
+
+
+class StepInput(Protocol):
+    @property
+    def sampled(self) -> list[Work]:
+        """The work whose next token the step chooses, in the order of the logits' rows."""
+
+
+class StepModel(Protocol):
+    """What the engine thread runs: ``NativeModel`` (the C path, numpy logits) or ``LlamaModel``
+    (torch). ``forward`` gives float32 logits, one row per ``batch(...).sampled``."""
+
+    def batch(self, work: list[Work]) -> StepInput: ...
+
+    def forward(self, batch: Any) -> Any: ...
+
+    def sample(self, logits: Any, rows: list[SamplingRow]) -> list[int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +71,14 @@ class EngineStatistics:
 class EngineCore:
     """Starts the engine thread, which first runs ``setup`` to build the model, then serves requests.
 
-    All torch work happens on that one thread, the model build included. Every thread that runs
+    All model work happens on that one thread, the model build included. Every thread that runs
     parallel torch ops gets its own OpenMP team; measured on two cores, once a second thread had one, the
     engine thread's small ops ran about as slowly as on one core (likely workers sleeping between ops
     rather than spinning, with more OpenMP threads than cores) and single-stream decoding lost a third of
     its speed. Building on the engine thread leaves it the only team.
     """
 
-    def __init__(self, setup: Callable[[], tuple[LlamaModel, Scheduler]], device: torch.device) -> None:
-        self._device = device
+    def __init__(self, setup: Callable[[], tuple[StepModel, Scheduler]]) -> None:
         self._cond = threading.Condition()
         self._incoming: list[Sequence] = []
         self._abandoned: list[Sequence] = []
@@ -135,7 +150,7 @@ class EngineCore:
             steps=self._steps,
         )
 
-    def _main(self, setup: Callable[[], tuple[LlamaModel, Scheduler]]) -> None:
+    def _main(self, setup: Callable[[], tuple[StepModel, Scheduler]]) -> None:
         try:
             self._model, self._scheduler = setup()
             self._stats = self._snapshot()
@@ -147,30 +162,29 @@ class EngineCore:
         self._run()
 
     def _run(self) -> None:
-        with torch.inference_mode():
-            stalled = False
-            while True:
-                with self._cond:
-                    while not (
-                        self._incoming
-                        or self._abandoned
-                        or self._commands
-                        or self._closing
-                        or (self._scheduler.has_work() and not stalled)
-                    ):
-                        self._cond.wait()
-                    incoming, self._incoming = self._incoming, []
-                    abandoned, self._abandoned = self._abandoned, []
-                    commands, self._commands = self._commands, []
-                    closing = self._closing
-                try:
-                    stalled = self._iteration(incoming, abandoned, commands, closing)
-                except Exception as exc:  # a bug must not leave every stream waiting forever
-                    log.error("engine loop failed", error=repr(exc), traceback=traceback.format_exc())
-                    self._fail_everything(abandoned, f"{type(exc).__name__}: {exc}")
-                    stalled = False
-                if closing:
-                    return
+        stalled = False
+        while True:
+            with self._cond:
+                while not (
+                    self._incoming
+                    or self._abandoned
+                    or self._commands
+                    or self._closing
+                    or (self._scheduler.has_work() and not stalled)
+                ):
+                    self._cond.wait()
+                incoming, self._incoming = self._incoming, []
+                abandoned, self._abandoned = self._abandoned, []
+                commands, self._commands = self._commands, []
+                closing = self._closing
+            try:
+                stalled = self._iteration(incoming, abandoned, commands, closing)
+            except Exception as exc:  # a bug must not leave every stream waiting forever
+                log.error("engine loop failed", error=repr(exc), traceback=traceback.format_exc())
+                self._fail_everything(abandoned, f"{type(exc).__name__}: {exc}")
+                stalled = False
+            if closing:
+                return
 
     def _iteration(
         self,
@@ -215,7 +229,7 @@ class EngineCore:
             logits = self._model.forward(batch)
             self._scheduler.advance(work)
             apply_masks(logits, [w.seq.matcher for w in batch.sampled])
-            tokens = sample(logits, [w.seq.sampling_row() for w in batch.sampled])
+            tokens = self._model.sample(logits, [w.seq.sampling_row() for w in batch.sampled])
         except Exception as exc:  # a failed step fails the requests in it, not the engine
             log.error(
                 "engine step failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()

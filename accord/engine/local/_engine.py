@@ -7,31 +7,28 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 import anyio
 import gguf
 import structlog
-import torch
 
 from accord.engine.generation_defaults import GenerationDefaults
-from accord.engine.local._blocks import BlockPool, KVCache
-from accord.engine.local._core import EngineCore, EngineStatistics
-from accord.engine.local._gguf import read_model_file
+from accord.engine.local._blocks import BlockPool
+from accord.engine.local._core import EngineCore, EngineStatistics, StepModel
+from accord.engine.local._gguf import ModelFile, read_model_file
 from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
 from accord.engine.local._heap import bound_heap_growth, release_freed_memory
-from accord.engine.local._model import LlamaModel
+from accord.engine.local._native import NativeModel, unfit
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
-from accord.engine.local._weights import build_weights
 from accord.engine.protocol import EngineCapabilities, GenerationRequest, OutputConstraint, split_stops
 from accord.events.generation import EngineFailed, Finished, GenerationOutput
 from accord.kernels import decode
-from accord.kernels.linear import gemm_rows_vary
-from accord.kernels.sampling import SamplingRow
+from accord.kernels.noise import SamplingRow
 
 log = structlog.get_logger("accord.engine.local")
 _OPENAI_DEFAULTS = GenerationDefaults()
@@ -48,16 +45,18 @@ def packaged_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / PACKAGED_MODEL
 
 
-def _torch_path_reason() -> str:
-    """Why a CPU model runs on torch rather than the C step (said once, at load)."""
-    if not decode.built():
-        return "the C kernels are not built in this install (no C compiler when it was installed)"
-    if not decode.available():
-        return "ACCORD_C_KERNELS switches them off"
-    return (
-        "a float matrix (F16, BF16 or F32: kept as stored, not quantised), or a shape the C kernels do not "
-        "take (heads a multiple of 32 wide up to 256, at most 8 query heads a KV head)"
-    )
+def _on_cpu(device: str | None) -> bool:
+    """Whether the model runs on the CPU: ``device`` says, or (None) no GPU torch can use. Torch is only
+    asked where a GPU driver shows a device (NVIDIA's, or ROCm's ``/dev/kfd``), so that a CPU-only
+    process need not import it (about 210 MiB) to find out there is none."""
+    if device is not None:
+        return device == "cpu"
+    nvidia = Path("/proc/driver/nvidia/gpus")
+    if not ((nvidia.is_dir() and any(nvidia.iterdir())) or Path("/dev/kfd").exists()):
+        return True
+    import torch
+
+    return not torch.cuda.is_available()
 
 
 def context_message(limit: int, tokens: int) -> str:
@@ -68,7 +67,11 @@ def context_message(limit: int, tokens: int) -> str:
 
 
 class LocalEngine:
-    """Llama-family GGUF models on torch: continuous batching over a paged, prefix-sharing KV cache.
+    """Llama-family GGUF models: continuous batching over a paged, prefix-sharing KV cache.
+
+    Two paths (see ``_native`` and ``_model``): on a CPU, a model whose matrices are all quantised runs
+    on the C kernels with numpy buffers, and torch is never imported; anything else (a GPU, a float
+    model, an install without the kernels, ``quantized=False``) runs on torch.
 
     Sampling: ``temperature == 0`` is greedy. What a request leaves unset comes from the model's own
     generation settings where its file has them, else from its family's recommended values, else the
@@ -129,7 +132,7 @@ class LocalEngine:
 
         Blocking (a couple of seconds for SmolLM2): from an event loop, call it in a worker thread.
         ``device`` defaults to CUDA when torch sees one, else CPU, where ``threads`` (default: the
-        cores this process may use) sets torch's thread count. ``max_batch`` caps the requests running
+        cores this process may use) sizes the kernels' thread team (or torch's). ``max_batch`` caps the requests running
         at once (the rest wait in order); ``kv_cache_tokens`` sizes the paged cache, in positions, and
         the context is capped to fit in it, as it is to ``max_context``; ``chunk_tokens`` is the prompt
         slice one step takes. ``quantized`` keeps 4-bit matrices 4-bit on CPU (the default); False makes
@@ -137,14 +140,7 @@ class LocalEngine:
         decoding on CPU). ``model_name`` defaults to the file name without its quantisation suffix.
         """
         path = packaged_model_path() if path is None else Path(path)
-        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         compute_threads = threads or len(os.sched_getaffinity(0))
-        if dev.type == "cpu":
-            torch.set_num_threads(compute_threads)
-            dtype = torch.bfloat16
-            bound_heap_growth()  # process-wide, and before the build's first big buffer
-        else:
-            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         model_file = read_model_file(path)
         cfg = model_file.config
         tokenizer = Tokenizer(model_file.tokenizer)
@@ -162,42 +158,18 @@ class LocalEngine:
         # whole context can still be admitted next to nothing else.
         context = min(cfg.context_length, max_context or cfg.context_length, (num_blocks - 1) * block_size)
         pool = BlockPool(num_blocks, block_size)
-
-        def setup() -> tuple[LlamaModel, Scheduler]:
-            """Runs on the engine thread (see ``EngineCore``)."""
-            nonlocal model_file
-            # The build is thousands of small memory-bound ops: one thread does them as fast as two on
-            # an idle machine, and several times faster when the other core is busy.
-            torch.set_num_threads(1)
-            other = sorted({t.ggml_type for t in model_file.tensors.values() if t.kind == "OTHER"})
-            weights = build_weights(model_file, dev, dtype, quantized=quantized)
-            del model_file  # drops the file's memory map: only the built weights stay resident
-            release_freed_memory(collect=True)
-            cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, block_size, dtype, dev)
-            model = LlamaModel(cfg, weights, cache, dtype, context)
-            if model.decoder is not None:
-                # Every step runs on the kernels' own team; torch is left only small ops, on this thread,
-                # so its OpenMP team never wakes to spin on the cores the kernels' team uses.
-                decode.set_threads(compute_threads)
-                log.info(
-                    "decode kernels",
-                    instruction_set=decode.ISA_NAMES[model.decoder.isa],
-                    threads=compute_threads,
-                    requantized_to_q8_0=[gguf.GGMLQuantizationType(t).name for t in other],
-                )
-            elif dev.type == "cpu":
-                torch.set_num_threads(compute_threads)
-                log.info("decode kernels", instruction_set=None, reason=_torch_path_reason())
-                if compute_threads > 1 and gemm_rows_vary():
-                    log.warning(
-                        "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "
-                        "by what shares its step; start the process with MKL_CBWR=AUTO,STRICT",
-                        mkl_cbwr=os.environ.get("MKL_CBWR"),
-                    )
-            return model, Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
-
+        on_cpu = _on_cpu(device)
+        if on_cpu:
+            bound_heap_growth()  # process-wide, and before the build's first big buffer
+        reason = unfit(model_file, block_size) if quantized else "quantized=False: every matrix dense"
+        sizes = (num_blocks, context, compute_threads, max_batch, chunk_tokens)
+        if on_cpu and reason is None:
+            setup = _native_setup(model_file, pool, *sizes)
+        else:
+            setup = _torch_setup(model_file, pool, *sizes, "cpu" if on_cpu else device, quantized, reason)
+        del model_file  # the setup holds it until the weights are built, then drops the file's memory map
         return cls(
-            core=EngineCore(setup, dev),
+            core=EngineCore(setup),
             pool=pool,
             tokenizer=tokenizer,
             model_name=model_name or _QUANT_SUFFIX.sub("", path.stem),
@@ -349,3 +321,87 @@ class LocalEngine:
                 self._core.abandon(seq)
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(seq.outbox.wait_released, limiter=anyio.CapacityLimiter(1))
+
+
+Setup = Callable[[], tuple[StepModel, Scheduler]]
+
+
+def _native_setup(
+    model_file: ModelFile,
+    pool: BlockPool,
+    num_blocks: int,
+    context: int,
+    threads: int,
+    max_batch: int,
+    chunk_tokens: int,
+) -> Setup:
+    """The C path's build, run on the engine thread (see ``EngineCore``)."""
+    held = [model_file]
+
+    def setup() -> tuple[StepModel, Scheduler]:
+        file = held.pop()
+        other = sorted({t.ggml_type for t in file.tensors.values() if t.kind == "OTHER"})
+        model = NativeModel.build(file, num_blocks, context)
+        del file  # drops the file's memory map: only the built weights stay resident
+        release_freed_memory(collect=True)
+        decode.set_threads(threads)
+        log.info(
+            "decode kernels",
+            instruction_set=decode.ISA_NAMES[model.decoder.isa],
+            threads=threads,
+            requantized_to_q8_0=[gguf.GGMLQuantizationType(t).name for t in other],
+        )
+        return model, Scheduler(pool, model.cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
+
+    return setup
+
+
+def _torch_setup(
+    model_file: ModelFile,
+    pool: BlockPool,
+    num_blocks: int,
+    context: int,
+    threads: int,
+    max_batch: int,
+    chunk_tokens: int,
+    device: str | None,
+    quantized: bool,
+    reason: str | None,
+) -> Setup:
+    """The torch path's build, run on the engine thread (see ``EngineCore``)."""
+    import torch
+
+    from accord.engine.local._model import KVCache, LlamaModel
+    from accord.engine.local._weights import build_weights
+    from accord.kernels.linear import gemm_rows_vary
+
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if dev.type == "cpu":
+        dtype = torch.bfloat16
+    else:
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    held = [model_file]
+    cfg = model_file.config
+
+    def setup() -> tuple[StepModel, Scheduler]:
+        # The build is thousands of small memory-bound ops: one thread does them as fast as two on
+        # an idle machine, and several times faster when the other core is busy.
+        torch.set_num_threads(1)
+        file = held.pop()
+        weights = build_weights(file, dev, dtype, quantized=quantized)
+        del file  # drops the file's memory map: only the built weights stay resident
+        release_freed_memory(collect=True)
+        cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, pool.block_size, dtype, dev)
+        model = LlamaModel(cfg, weights, cache, dtype, context)
+        if dev.type == "cpu":
+            torch.set_num_threads(threads)
+            log.info("decode kernels", instruction_set=None, reason=reason)
+            if threads > 1 and gemm_rows_vary():
+                log.warning(
+                    "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "
+                    "by what shares its step; start the process with MKL_CBWR=AUTO,STRICT",
+                    mkl_cbwr=os.environ.get("MKL_CBWR"),
+                )
+        return model, Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
+
+    return setup

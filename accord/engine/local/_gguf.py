@@ -18,7 +18,7 @@ import numpy as np
 
 from accord.engine.generation_defaults import GenerationDefaults, generation_defaults
 from accord.engine.model_files import TokenizerData, UnsupportedModel, read_gguf, tokenizer_data
-from accord.kernels.quant import QuantKind
+from accord.kernels.kinds import QuantKind
 
 __all__ = ["LlamaConfig", "ModelFile", "RawTensor", "TokenizerData", "UnsupportedModel", "read_model_file"]
 

@@ -9,8 +9,9 @@ Each request owns a matcher; its mask applies to its own logits row only, so a c
 to free ones (or to others with other grammars) leaves their numbers untouched (batch invariance). A
 compiled grammar is immutable and cached by its source, so the same schema compiles once.
 
-The masks are bit sets, 32 tokens a word; they are unpacked with numpy, which was several times faster
-than shifting in torch.
+The masks are bit sets, 32 tokens a word, in numpy arrays; they are unpacked with numpy, which was several
+times faster than shifting in torch. Nothing here needs torch, but xgrammar imports it, so the first
+constrained request loads it (about 210 MiB resident) into a server on the C path.
 
 An output closes within its token budget. A grammar keeps every token valid but cannot make a small
 model stop: sampled, SmolLM2 repeats an unbounded array's element or a string's phrase until the token
@@ -31,11 +32,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from accord.engine.local._closing import (
     LOOKAHEAD_LIMIT,
@@ -48,6 +48,12 @@ from accord.engine.local._closing import (
 from accord.engine.local._tokenizer import Tokenizer
 from accord.engine.protocol import OutputConstraint
 from accord.errors import GenerationError
+
+if TYPE_CHECKING:
+    import torch
+
+Bitmask = npt.NDArray[np.int32]
+Allowed = npt.NDArray[np.bool_]
 
 _COMPILE_CACHE = 64
 
@@ -153,8 +159,9 @@ class Grammars:
             raise ConstraintError(f"the schema cannot be used for constrained decoding: {exc}") from exc
         return Matcher(xgr.GrammarMatcher(compiled), self, budget)
 
-    def allocate(self, rows: int) -> torch.Tensor:
-        return self._xgr.allocate_token_bitmask(rows, self.vocab_size)
+    def allocate(self, rows: int) -> Bitmask:
+        """Masks for ``rows`` rows, every token allowed (a set bit allows its token)."""
+        return np.full((rows, -(-self.vocab_size // 32)), -1, dtype=np.int32)
 
 
 class Matcher:
@@ -179,7 +186,7 @@ class Matcher:
         #: The length of the finish last traced, less the tokens of it accepted since.
         self.need: int | None = None
 
-    def fill(self, bitmask: torch.Tensor, row: int) -> None:
+    def fill(self, bitmask: Bitmask, row: int) -> None:
         self._matcher.fill_next_token_bitmask(bitmask, row)
 
     def accept(self, token: int) -> None:
@@ -194,7 +201,7 @@ class Matcher:
             if on_it and self.need is not None:
                 self.need -= 1
 
-    def steer(self, allowed: torch.Tensor, words: npt.NDArray[np.int32]) -> torch.Tensor:
+    def steer(self, allowed: Allowed, words: Bitmask) -> Allowed:
         """``allowed`` (one row; ``words`` is its packed mask), narrowed near the end of the budget."""
         if self.budget is None or self._matcher.is_terminated():
             return allowed
@@ -214,14 +221,14 @@ class Matcher:
         if self.finish and len(self.finish) + MARGIN >= left:
             # Within the margin of the finish: the model's own choices could lengthen it past the
             # budget (a number written as ``1e+0``), so the finish is written from here.
-            only = torch.zeros_like(allowed)
+            only = np.zeros_like(allowed)
             only[self.finish[0]] = True
             return only
         # The longest closer allowed: the one the finish takes too, so the finish stays traced.
         closers = self.grammars.closing.closers(words, self.string)
         if closers.size == 0:
             return allowed
-        only = torch.zeros_like(allowed)
+        only = np.zeros_like(allowed)
         only[int(closers[0])] = True
         return only
 
@@ -229,7 +236,7 @@ class Matcher:
         """The tokens of a short valid finish from here, stop token included (traced on a fork)."""
         probe, state = self._matcher.fork(), self.string.copy()
         path: list[int] = []
-        words = self._scratch.numpy()[0]
+        words = self._scratch[0]
         while len(path) < LOOKAHEAD_LIMIT:
             probe.fill_next_token_bitmask(self._scratch, 0)
             token = self.grammars.closing.shortest_step(words, state)
@@ -244,16 +251,18 @@ class Matcher:
         return None
 
 
-def _unpack(bitmask: torch.Tensor, width: int) -> torch.Tensor:
-    bits = np.unpackbits(bitmask.numpy().view(np.uint8), axis=-1, bitorder="little")
-    return torch.from_numpy(bits[:, :width]).bool()
+def _unpack(bitmask: Bitmask, width: int) -> Allowed:
+    bits = np.unpackbits(bitmask.view(np.uint8), axis=-1, bitorder="little")
+    return bits[:, :width].astype(np.bool_)
 
 
-def apply_masks(logits: torch.Tensor, matchers: list[Matcher | None]) -> None:
-    """Set to -inf, in place, every logit its row's matcher forbids (rows without one are untouched)."""
+def apply_masks(logits: npt.NDArray[np.float32] | torch.Tensor, matchers: list[Matcher | None]) -> None:
+    """Set to -inf, in place, every logit its row's matcher forbids (rows without one are untouched).
+    ``logits``: a numpy array, or a CPU tensor (changed through the numpy view of its memory)."""
     rows = [i for i, m in enumerate(matchers) if m is not None]
     if not rows:
         return
+    values = logits if isinstance(logits, np.ndarray) else logits.numpy()
     first = matchers[rows[0]]
     assert first is not None
     bitmask = first.grammars.allocate(len(rows))
@@ -261,11 +270,8 @@ def apply_masks(logits: torch.Tensor, matchers: list[Matcher | None]) -> None:
         m = matchers[i]
         assert m is not None
         m.fill(bitmask, j)
-    allowed = _unpack(bitmask, logits.shape[1])
-    words = bitmask.numpy()
+    allowed = _unpack(bitmask, values.shape[1])
     for j, i in enumerate(rows):
         m = matchers[i]
         assert m is not None
-        allowed[j] = m.steer(allowed[j], words[j])
-    index = torch.tensor(rows)
-    logits[index] = logits[index].masked_fill_(~allowed, float("-inf"))
+        values[i][~m.steer(allowed[j], bitmask[j])] = -np.inf

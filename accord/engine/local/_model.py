@@ -1,12 +1,12 @@
-"""The Llama forward pass over one step's batch of rows from many sequences.
+"""The Llama forward pass in torch, over one step's batch of rows from many sequences.
 
-Two paths. Where the C kernels read every matrix (``accord.kernels.decode``; the usual case on CPU), a
-step is one call into them per kind of row: prompt rows with float32 activations against the weights'
-exact values, then decode rows with 8-bit activations. Otherwise (a GPU, a float model, no C compiler at
-install) the step runs here op by op in torch: prompt rows multiply in float32 (see
+Where the C kernels read every matrix (the usual case on CPU) the engine runs ``NativeModel``
+(``_native``) instead, and never imports torch. Everywhere else (a GPU, a float model, no C compiler at
+install) the step runs here op by op: prompt rows multiply in float32 (see
 ``accord.kernels.linear``; on CPUs without native bf16 arithmetic the bf16 GEMM was both the slowest and
 the least precise step of the prompt, and its rounding moved near-tied first tokens), decode rows through
-torch's 4-bit kernel with bf16 activations. The KV cache is bf16 on both paths.
+torch's 4-bit kernel (or the C kernels' matrix product, where they are built) with bf16 activations.
+The KV cache is bf16 on both paths.
 
 Every op is row-wise or works on one sequence's rows at a time, so a request's numbers do not depend on
 the other rows of the step: a step that holds both prompt and decode rows runs the two parts one after
@@ -15,22 +15,64 @@ the other, each as it would run alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 
-from accord.engine.local._batch import StepBatch, StepRows, build_batch, build_rows
-from accord.engine.local._blocks import KVCache
+from accord.engine.local._batch import StepBatch, build_batch
 from accord.engine.local._gguf import LlamaConfig
+from accord.engine.local._heap import no_huge_pages
 from accord.engine.local._scheduler import Work
 from accord.engine.local._weights import ModelWeights
-from accord.kernels import decode
 from accord.kernels.attention import decode_attention, prefill_attention, write_kv
-from accord.kernels.decode import DecodeLayer, DecodeModel, DecodeShape, PackedLinear
 from accord.kernels.linear import Linear
+from accord.kernels.noise import SamplingRow
 from accord.kernels.norm import rms_norm
 from accord.kernels.rotary import RotaryTable, apply_rotary
+from accord.kernels.sampling import sample
 
 REFINE_TOP = 128
+
+
+class KVCache:
+    """Keys and values of every layer: ``layer(i)`` is [2, kv_heads, blocks, block_size, head_dim].
+
+    The torch path's cache (the C step's is ``NativeCache``).
+    """
+
+    def __init__(
+        self,
+        n_layers: int,
+        kv_heads: int,
+        head_dim: int,
+        num_blocks: int,
+        block_size: int,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        # Uninitialised on purpose: pages are only committed when a block is first used, and they are
+        # small pages, or the first block would commit 2 MiB in every layer (see ``_heap``).
+        self.data = torch.empty(
+            n_layers, 2, kv_heads, num_blocks, block_size, head_dim, dtype=dtype, device=device
+        )
+        if self.data.device.type == "cpu":
+            no_huge_pages(self.data.data_ptr(), self.nbytes)
+        self.block_size = block_size
+
+    def layer(self, i: int) -> torch.Tensor:
+        return self.data[i]
+
+    def clear(self, blocks: Sequence[int]) -> None:
+        """Zero newly handed-out blocks: masked positions of a partly filled block must hold finite
+        numbers, since zero attention weight times NaN is still NaN."""
+        if not blocks:
+            return
+        self.data.index_fill_(3, torch.tensor(blocks, dtype=torch.int64, device=self.data.device), 0)
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.numel() * self.data.element_size()
 
 
 class LlamaModel:
@@ -54,47 +96,19 @@ class LlamaModel:
             freq_factors=weights.rope_freq_factors,
             device=weights.norm.device,
         )
-        self.decoder = _decoder(config, weights, cache, self.rotary)
 
-    def batch(self, work: list[Work]) -> StepBatch | StepRows:
-        """The step's inputs, laid out for the path that runs them."""
-        block_size = self.cache.block_size
-        if self.decoder is not None:
-            return build_rows(work, block_size)
-        return build_batch(work, block_size, self.cache.data.device, self.dtype)
+    def batch(self, work: list[Work]) -> StepBatch:
+        """The step's inputs as tensors."""
+        return build_batch(work, self.cache.block_size, self.cache.data.device, self.dtype)
 
-    def forward(self, batch: StepBatch | StepRows) -> torch.Tensor:
+    @torch.inference_mode()
+    def forward(self, batch: StepBatch) -> torch.Tensor:
         """float32 logits [len(batch.logit_rows), vocab]."""
-        if isinstance(batch, StepRows):
-            return self._native(batch)
         return self._refine(*self._torch_rows(batch))
 
-    def _native(self, rows: StepRows) -> torch.Tensor:
-        """The C step: prompt rows (float32 activations), then decode rows (8-bit), each part alone."""
-        assert self.decoder is not None
-        split = rows.prompt_rows
-        parts = []
-        if split:
-            logit_rows = [r for r in rows.logit_rows if r < split]
-            parts.append(self._rows(rows, 0, split, logit_rows, precise=True))
-        if len(rows.token_ids) > split:
-            parts.append(self._rows(rows, split, len(rows.token_ids), None, precise=False))
-        return parts[0] if len(parts) == 1 else torch.cat(parts)
-
-    def _rows(
-        self, rows: StepRows, begin: int, end: int, logit_rows: list[int] | None, *, precise: bool
-    ) -> torch.Tensor:
-        """Rows ``begin:end`` through the C step: the logits of ``logit_rows`` (all rows when None)."""
-        assert self.decoder is not None
-        wanted = list(range(end - begin)) if logit_rows is None else [r - begin for r in logit_rows]
-        return self.decoder.step(
-            rows.token_ids[begin:end],
-            rows.positions[begin:end],
-            rows.tables,
-            rows.row_tables[begin:end],
-            wanted,
-            precise=precise,
-        )
+    @torch.inference_mode()
+    def sample(self, logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
+        return sample(logits, rows)
 
     def _torch_rows(self, batch: StepBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Every row op by op: approximate logits and the final hidden state of ``batch.logit_rows``."""
@@ -157,40 +171,3 @@ def _linear(x: torch.Tensor, weight: Linear, dense_rows: int, dtype: torch.dtype
     if dense_rows == x.shape[0]:
         return dense
     return torch.cat([dense, weight.matmul(x[dense_rows:].to(dtype)).float()])
-
-
-def _decoder(
-    config: LlamaConfig, weights: ModelWeights, cache: KVCache, rotary: RotaryTable
-) -> DecodeModel | None:
-    """The C decode step over these weights, where every matrix is one the kernels read (else None)."""
-    matrices = [m for layer in weights.layers for m in (layer.qkv, layer.out, layer.gate_up, layer.down)]
-    if not decode.available() or cache.data.device.type != "cpu" or cache.data.dtype != torch.bfloat16:
-        return None
-    if not all(isinstance(m, PackedLinear) for m in [*matrices, weights.head]):
-        return None
-    if config.head_dim % 32 or config.head_dim > 256 or config.n_embd % 32 or config.n_ff % 32:
-        return None
-    if config.n_heads % config.n_kv_heads or config.n_heads // config.n_kv_heads > 8:  # csrc MAX_GROUP
-        return None
-    if cache.block_size != 16:  # a block's keys are one vector of 16 positions per dimension there
-        return None
-    layers = [
-        DecodeLayer(
-            attn_norm=layer.attn_norm.float().contiguous(),
-            ffn_norm=layer.ffn_norm.float().contiguous(),
-            qkv=layer.qkv,  # type: ignore[arg-type]
-            out=layer.out,  # type: ignore[arg-type]
-            gate_up=layer.gate_up,  # type: ignore[arg-type]
-            down=layer.down,  # type: ignore[arg-type]
-        )
-        for layer in weights.layers
-    ]
-    shape = DecodeShape(
-        config.n_heads, config.n_kv_heads, config.head_dim, config.n_ff, config.norm_eps, REFINE_TOP
-    )
-    head, table = weights.head, weights.embedding.packed
-    assert isinstance(head, PackedLinear)
-    if table is None:  # a token table the kernels cannot read
-        return None
-    norm = weights.norm.float().contiguous()
-    return DecodeModel(shape, layers, table, norm, head, rotary.rotations, cache.data)

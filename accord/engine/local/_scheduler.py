@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from accord.engine.local._blocks import BlockPool, KVCache, chain_hashes
+from accord.engine.local._blocks import BlockPool, CacheStore, chain_hashes
 from accord.engine.local._sequence import Phase, Sequence
 
 
@@ -39,7 +39,7 @@ def _work(seq: Sequence, length: int) -> Work:
 
 
 class Scheduler:
-    def __init__(self, pool: BlockPool, cache: KVCache, *, max_batch: int, chunk_tokens: int) -> None:
+    def __init__(self, pool: BlockPool, cache: CacheStore, *, max_batch: int, chunk_tokens: int) -> None:
         self.pool = pool
         self.cache = cache
         self.max_batch = max_batch

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from accord.engine.local._outbox import Outbox
 from accord.engine.local._tokenizer import Detokenizer
 from accord.events.generation import Chunk, Finished, FinishReason, GenerationOutput
-from accord.kernels.sampling import SamplingRow
+from accord.kernels.noise import SamplingRow
 
 if TYPE_CHECKING:
     from accord.engine.local._grammar import Matcher

