@@ -307,15 +307,15 @@ def _llama_bench(binary: Path, model: Path) -> dict[str, float]:
 def _accord_cpu(repeats: int) -> dict[str, Any]:
     """What llama-bench measures: 512-token prompt processing and 128-token greedy decoding, 2 threads."""
     import anyio
-    import torch
 
     from accord.engine.local import LocalEngine
     from accord.engine.protocol import GenerationRequest, Sampling
     from accord.events.generation import Chunk
+    from accord.kernels import decode
 
     engine = LocalEngine.load(threads=LLAMA_THREADS, max_batch=4, kv_cache_tokens=4096)
     out: dict[str, Any] = {
-        "capability": torch.backends.cpu.get_cpu_capability(),
+        "instruction_set": decode.ISA_NAMES[decode.instruction_set()],
         "rss_loaded_mib": _rss()["VmRSS"],
     }
     long, _ = _prompts(engine.tokenizer.encode)
