@@ -8,6 +8,7 @@ import re
 import secrets
 import threading
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,7 @@ import gguf
 import structlog
 
 from accord.engine.generation_defaults import GenerationDefaults
-from accord.engine.local._blocks import BlockPool
+from accord.engine.local._blocks import BlockPool, CacheStore
 from accord.engine.local._core import EngineCore, EngineStatistics, StepModel
 from accord.engine.local._gguf import ModelFile, read_model_file
 from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
@@ -162,11 +163,11 @@ class LocalEngine:
         if on_cpu:
             bound_heap_growth()  # process-wide, and before the build's first big buffer
         reason = unfit(model_file, block_size) if quantized else "quantized=False: every matrix dense"
-        sizes = (num_blocks, context, compute_threads, max_batch, chunk_tokens)
+        sizes = _Sizes(num_blocks, context, compute_threads, max_batch, chunk_tokens)
         if on_cpu and reason is None:
-            setup = _native_setup(model_file, pool, *sizes)
+            setup = _native_setup(model_file, pool, sizes)
         else:
-            setup = _torch_setup(model_file, pool, *sizes, "cpu" if on_cpu else device, quantized, reason)
+            setup = _torch_setup(model_file, pool, sizes, "cpu" if on_cpu else device, quantized, reason)
         del model_file  # the setup holds it until the weights are built, then drops the file's memory map
         return cls(
             core=EngineCore(setup),
@@ -326,32 +327,38 @@ class LocalEngine:
 Setup = Callable[[], tuple[StepModel, Scheduler]]
 
 
-def _native_setup(
-    model_file: ModelFile,
-    pool: BlockPool,
-    num_blocks: int,
-    context: int,
-    threads: int,
-    max_batch: int,
-    chunk_tokens: int,
-) -> Setup:
+@dataclass(frozen=True, slots=True)
+class _Sizes:
+    """What ``load`` sized, for either path's build."""
+
+    num_blocks: int
+    context: int
+    threads: int
+    max_batch: int
+    chunk_tokens: int
+
+    def scheduler(self, pool: BlockPool, cache: CacheStore) -> Scheduler:
+        return Scheduler(pool, cache, max_batch=self.max_batch, chunk_tokens=self.chunk_tokens)
+
+
+def _native_setup(model_file: ModelFile, pool: BlockPool, sizes: _Sizes) -> Setup:
     """The C path's build, run on the engine thread (see ``EngineCore``)."""
     held = [model_file]
 
     def setup() -> tuple[StepModel, Scheduler]:
         file = held.pop()
         other = sorted({t.ggml_type for t in file.tensors.values() if t.kind == "OTHER"})
-        model = NativeModel.build(file, num_blocks, context)
+        model = NativeModel.build(file, sizes.num_blocks, sizes.context)
         del file  # drops the file's memory map: only the built weights stay resident
         release_freed_memory(collect=True)
-        decode.set_threads(threads)
+        decode.set_threads(sizes.threads)
         log.info(
             "decode kernels",
             instruction_set=decode.ISA_NAMES[model.decoder.isa],
-            threads=threads,
+            threads=sizes.threads,
             requantized_to_q8_0=[gguf.GGMLQuantizationType(t).name for t in other],
         )
-        return model, Scheduler(pool, model.cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
+        return model, sizes.scheduler(pool, model.cache)
 
     return setup
 
@@ -359,11 +366,7 @@ def _native_setup(
 def _torch_setup(
     model_file: ModelFile,
     pool: BlockPool,
-    num_blocks: int,
-    context: int,
-    threads: int,
-    max_batch: int,
-    chunk_tokens: int,
+    sizes: _Sizes,
     device: str | None,
     quantized: bool,
     reason: str | None,
@@ -391,17 +394,18 @@ def _torch_setup(
         weights = build_weights(file, dev, dtype, quantized=quantized)
         del file  # drops the file's memory map: only the built weights stay resident
         release_freed_memory(collect=True)
-        cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, num_blocks, pool.block_size, dtype, dev)
-        model = LlamaModel(cfg, weights, cache, dtype, context)
+        blocks = sizes.num_blocks
+        cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, blocks, pool.block_size, dtype, dev)
+        model = LlamaModel(cfg, weights, cache, dtype, sizes.context)
         if dev.type == "cpu":
-            torch.set_num_threads(threads)
+            torch.set_num_threads(sizes.threads)
             log.info("decode kernels", instruction_set=None, reason=reason)
-            if threads > 1 and gemm_rows_vary():
+            if sizes.threads > 1 and gemm_rows_vary():
                 log.warning(
                     "prompt rows are not batch-invariant on this BLAS: a request's tokens may differ "
                     "by what shares its step; start the process with MKL_CBWR=AUTO,STRICT",
                     mkl_cbwr=os.environ.get("MKL_CBWR"),
                 )
-        return model, Scheduler(pool, cache, max_batch=max_batch, chunk_tokens=chunk_tokens)
+        return model, sizes.scheduler(pool, cache)
 
     return setup
