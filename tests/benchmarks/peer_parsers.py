@@ -337,11 +337,15 @@ RUNS = {"sglang": sglang_runs, "vllm": vllm_runs}
 
 
 def cpu(run: Callable[[], object], repeat: int, budget: float) -> float:
-    """Best process CPU time of up to ``repeat`` runs, gc off during each; stops once ``budget`` is spent."""
+    """Best process CPU time of up to ``repeat`` runs, gc off during each; stops once ``budget`` is spent.
+
+    One collection before the runs, not one before each: a full collection walks the whole heap and
+    leaves the caches cold for the run after it, which costs a process with a large heap (pytest's,
+    accord's side) more than a small one."""
     best = float("inf")
     spent = 0.0
+    gc.collect()
     for _ in range(repeat):
-        gc.collect()
         gc.disable()
         try:
             start = time.process_time()
