@@ -107,3 +107,25 @@ def test_the_server_serves_without_torch(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+@pytest.mark.parametrize(
+    ("scale", "factors"),
+    [(1.0, None), (4.0, None), (1.0, [1.0] * 8 + [2.0] * 8 + [8.0] * 16)],
+    ids=["plain", "linear-scaling", "frequency-factors"],
+)
+def test_the_rotary_tables_of_both_paths_agree(scale: float, factors: list[float] | None) -> None:
+    """The C path's table (numpy, sines and cosines in float64) and the torch path's, for plain
+    rotary embeddings, linear position scaling and Llama 3's per-frequency factors: the same angles,
+    so the same rotations within float32 rounding of their sines and cosines."""
+    import numpy as np
+    import torch
+
+    from accord.engine.local._native import rotations
+    from accord.kernels.rotary import RotaryTable
+
+    ours = rotations(64, 500000.0, 4096, scale, None if factors is None else np.array(factors, np.float32))
+    torch_factors = None if factors is None else torch.tensor(factors)
+    theirs = RotaryTable(64, 500000.0, 4096, position_scale=scale, freq_factors=torch_factors).rotations
+    assert ours.dtype == np.complex64 and ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-6)
