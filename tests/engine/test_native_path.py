@@ -129,3 +129,35 @@ def test_the_rotary_tables_of_both_paths_agree(scale: float, factors: list[float
     theirs = RotaryTable(64, 500000.0, 4096, position_scale=scale, freq_factors=torch_factors).rotations
     assert ours.dtype == np.complex64 and ours.shape == tuple(theirs.shape)
     np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["F32", "F16", "BF16", "Q8_0", "Q4_1", "Q5_0"])
+def test_the_c_paths_float_values_are_the_torch_paths(kind: str) -> None:
+    """``floats`` (the C path's norms and re-quantisation input) gives the torch path's float32
+    values, bit for bit, for every kind a GGUF tensor may be stored in."""
+    import gguf
+    import numpy as np
+    import torch
+
+    from accord.engine.local._gguf import RawTensor
+    from accord.engine.local._native import floats
+    from accord.engine.local._weights import _dense
+    from accord.kernels.kinds import QuantKind
+
+    values = np.random.default_rng(7).standard_normal((2, 64), dtype=np.float32)
+    ggml = gguf.GGMLQuantizationType[kind]
+    if kind == "F32":
+        data: np.ndarray = values
+    elif kind == "F16":
+        data = values.astype(np.float16)
+    elif kind == "BF16":
+        data = (values.view(np.uint32) >> 16).astype(np.uint16)
+    else:
+        data = gguf.quants.quantize(values, ggml)
+    stored = (
+        QuantKind[kind] if kind in QuantKind.__members__ else kind if kind.startswith(("F", "B")) else "OTHER"
+    )
+    raw = RawTensor("t", stored, (2, 64), data, int(ggml))
+    want = _dense(raw, torch.device("cpu")).reshape(-1).numpy()
+    got = floats(raw)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
