@@ -128,11 +128,14 @@ async def test_closing_the_stream_stops_generation_and_frees_its_blocks(engine: 
 
 
 async def test_cancelling_the_consumer_frees_its_blocks(engine: LocalEngine) -> None:
+    """A consumer that cancels gets nothing more, even with tokens already waiting for it: the loop is
+    held up (blocking, as a slow consumer would) while the engine goes on producing."""
     request = GenerationRequest(prompt=FRANCE, max_tokens=500, sampling=Sampling(temperature=1.0, seed=2))
     seen = 0
     with anyio.CancelScope() as scope:
         async for _ in engine.generate(request):
             seen += 1
+            time.sleep(0.2)  # noqa: ASYNC251 -- blocks the loop on purpose: tokens arrive meanwhile
             scope.cancel()
     assert seen == 1
     stats = engine.statistics()

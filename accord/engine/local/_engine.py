@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import gguf
 import structlog
 
@@ -313,6 +314,9 @@ class LocalEngine:
                     await anyio.to_thread.run_sync(seq.outbox.wait, abandon_on_cancel=True, limiter=waiter)
                     continue
                 for item in items:
+                    # Several items may have arrived at once: a consumer that cancelled on one gets
+                    # no more of them (yielding does not check for cancellation by itself).
+                    await anyio.lowlevel.checkpoint_if_cancelled()
                     ended = isinstance(item, Finished | EngineFailed)
                     yield item
                     if ended:
