@@ -131,10 +131,11 @@ def test_the_rotary_tables_of_both_paths_agree(scale: float, factors: list[float
     np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["F32", "F16", "BF16", "Q8_0", "Q4_1", "Q5_0"])
+@pytest.mark.parametrize("kind", ["F32", "F16", "BF16", "Q8_0", "Q4_1"])
 def test_the_c_paths_float_values_are_the_torch_paths(kind: str) -> None:
     """``floats`` (the C path's norms and re-quantisation input) gives the torch path's float32
-    values, bit for bit, for every kind a GGUF tensor may be stored in."""
+    values, bit for bit, for the float kinds and the block kinds the torch path decodes itself (the
+    other block kinds go through the gguf package's own decoding on both paths)."""
     import gguf
     import numpy as np
     import torch
@@ -154,10 +155,7 @@ def test_the_c_paths_float_values_are_the_torch_paths(kind: str) -> None:
         data = (values.view(np.uint32) >> 16).astype(np.uint16)
     else:
         data = gguf.quants.quantize(values, ggml)
-    stored = (
-        QuantKind[kind] if kind in QuantKind.__members__ else kind if kind.startswith(("F", "B")) else "OTHER"
-    )
-    raw = RawTensor("t", stored, (2, 64), data, int(ggml))
+    raw = RawTensor("t", QuantKind[kind] if kind in QuantKind.__members__ else kind, (2, 64), data, int(ggml))
     want = _dense(raw, torch.device("cpu")).reshape(-1).numpy()
     got = floats(raw)
     assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -47,6 +47,10 @@ class StepModel(Protocol):
     def sample(self, logits: Any, rows: list[SamplingRow]) -> list[int]: ...
 
 
+#: Builds the model and its scheduler, on the engine thread.
+Setup = Callable[[], tuple[StepModel, Scheduler]]
+
+
 @dataclass(frozen=True, slots=True)
 class EngineStatistics:
     """A snapshot of the embedded engine's state."""
@@ -78,7 +82,7 @@ class EngineCore:
     its speed. Building on the engine thread leaves it the only team.
     """
 
-    def __init__(self, setup: Callable[[], tuple[StepModel, Scheduler]]) -> None:
+    def __init__(self, setup: Setup) -> None:
         self._cond = threading.Condition()
         self._incoming: list[Sequence] = []
         self._abandoned: list[Sequence] = []
@@ -150,7 +154,7 @@ class EngineCore:
             steps=self._steps,
         )
 
-    def _main(self, setup: Callable[[], tuple[StepModel, Scheduler]]) -> None:
+    def _main(self, setup: Setup) -> None:
         try:
             self._model, self._scheduler = setup()
             self._stats = self._snapshot()

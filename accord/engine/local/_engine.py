@@ -7,7 +7,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import structlog
 
 from accord.engine.generation_defaults import GenerationDefaults
 from accord.engine.local._blocks import BlockPool, CacheStore
-from accord.engine.local._core import EngineCore, EngineStatistics, StepModel
+from accord.engine.local._core import EngineCore, EngineStatistics, Setup, StepModel
 from accord.engine.local._gguf import ModelFile, read_model_file
 from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
 from accord.engine.local._heap import bound_heap_growth, release_freed_memory
@@ -326,9 +326,6 @@ class LocalEngine:
                 self._core.abandon(seq)
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(seq.outbox.wait_released, limiter=anyio.CapacityLimiter(1))
-
-
-Setup = Callable[[], tuple[StepModel, Scheduler]]
 
 
 @dataclass(frozen=True, slots=True)

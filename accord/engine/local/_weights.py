@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import gguf
 import numpy as np
 import torch
 
 from accord.engine.local._gguf import ModelFile, RawTensor, UnsupportedModel
 from accord.engine.local._heap import release_freed_memory
-from accord.engine.local._native import is_quantized, packed_matrix
+from accord.engine.local._native import floats, is_quantized, packed_matrix
 from accord.kernels import cuda, decode
 from accord.kernels.decode import PackedLinear
 from accord.kernels.linear import DenseLinear, Int4Linear, Linear, StackedLinear
@@ -100,8 +99,7 @@ def _embedding(
 def _dense(raw: RawTensor, device: torch.device) -> torch.Tensor:
     """float32 matrix of ``raw``."""
     if raw.kind == "OTHER":
-        values = gguf.quants.dequantize(np.array(raw.data), gguf.GGMLQuantizationType(raw.ggml_type))
-        return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(raw.shape).to(device)
+        return torch.from_numpy(floats(raw)).reshape(raw.shape).to(device)
     t = _tensor(raw, device)
     if not isinstance(raw.kind, QuantKind):
         return t.float().reshape(raw.shape)
