@@ -9,6 +9,7 @@ import secrets
 import threading
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -23,7 +24,7 @@ from accord.engine.local._gguf import ModelFile, read_model_file
 from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
 from accord.engine.local._heap import bound_heap_growth, release_freed_memory
 from accord.engine.local._native import NativeModel, unfit
-from accord.engine.local._outbox import Outbox
+from accord.engine.local._outbox import Outbox, loop_caller
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
@@ -306,12 +307,13 @@ class LocalEngine:
         )
         self._core.submit(seq)
         ended = False
-        waiter = anyio.CapacityLimiter(1)
+        call_soon = loop_caller()
         try:
             while not ended:
-                items = seq.outbox.take()
+                arrived = anyio.Event()
+                items = seq.outbox.take(partial(call_soon, arrived.set))
                 if not items:
-                    await anyio.to_thread.run_sync(seq.outbox.wait, abandon_on_cancel=True, limiter=waiter)
+                    await arrived.wait()
                     continue
                 for item in items:
                     # Several items may have arrived at once: a consumer that cancelled on one gets

@@ -1,23 +1,41 @@
 """Handing one request's events from the engine thread to the task that streams them.
 
-The engine thread never waits on an event loop: it appends to the outbox and sets a flag. The consuming
-task drains what is there and, when nothing is, waits for the flag in a worker thread
-(``anyio.to_thread``), so it works the same under asyncio and trio and with any number of loops.
+The engine thread never waits on an event loop: it appends to the outbox and, when the consuming task is
+parked, schedules that task's wake-up on the task's own loop (``call_soon_threadsafe`` under asyncio,
+``run_sync_soon`` under trio), which returns at once. So it works the same under asyncio and trio and
+with any number of loops, and a delivery costs the loop one callback: no worker thread is woken per
+token (each such wake-up was a thread switch, on a machine whose cores the kernels are using).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import deque
+from collections.abc import Callable
+
+import sniffio
 
 from accord.events.generation import GenerationOutput
+
+Wake = Callable[[], object]
+
+
+def loop_caller() -> Callable[[Wake], object]:
+    """A function that runs a callback on the calling task's event loop, from any thread, without
+    waiting for it. Call it from inside the loop."""
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token().run_sync_soon
+    return asyncio.get_running_loop().call_soon_threadsafe
 
 
 class Outbox:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: deque[GenerationOutput] = deque()
-        self._ready = threading.Event()
+        self._wake: Wake | None = None
         self._released = threading.Event()
 
     def put(self, items: list[GenerationOutput]) -> None:
@@ -25,23 +43,25 @@ class Outbox:
             return
         with self._lock:
             self._items.extend(items)
-            self._ready.set()
+            wake, self._wake = self._wake, None
+        _call(wake)
 
-    def take(self) -> list[GenerationOutput]:
+    def take(self, wake: Wake | None = None) -> list[GenerationOutput]:
+        """Everything put so far. When there is nothing, ``wake`` (if given) is called, once, on the
+        next ``put`` or ``release``; it replaces a wake-up given before."""
         with self._lock:
             items = list(self._items)
             self._items.clear()
-            self._ready.clear()
+            if not items and not self._released.is_set():
+                self._wake = wake
             return items
-
-    def wait(self) -> None:
-        """Block until something was put (or the request was released)."""
-        self._ready.wait()
 
     def release(self) -> None:
         """The engine holds nothing more for this request (called from the engine thread)."""
-        self._released.set()
-        self._ready.set()
+        with self._lock:
+            self._released.set()
+            wake, self._wake = self._wake, None
+        _call(wake)
 
     @property
     def released(self) -> bool:
@@ -49,3 +69,12 @@ class Outbox:
 
     def wait_released(self) -> None:
         self._released.wait()
+
+
+def _call(wake: Wake | None) -> None:
+    if wake is None:
+        return
+    try:
+        wake()
+    except RuntimeError:  # the consumer's loop has ended (trio's RunFinishedError is one too)
+        pass
