@@ -258,6 +258,29 @@ def test_a_decode_step_is_the_same_for_a_row_alone_and_in_a_batch(tiny_model: Pa
         assert np.array_equal(alone[0], batch[i]), i
 
 
+def test_a_team_larger_than_the_machine_gives_the_numbers_of_one_thread(tiny_model: Path) -> None:
+    """More members than cores: members are descheduled mid-phase and the others claim what they left
+    (pool_claim). Every group must still be computed once, whole, by one member: a group computed twice
+    adds twice into the residual stream, a group skipped leaves a hole."""
+    step, cache, head = decoder(tiny_model, 0)
+    positions, ids = [40, 3, 77, 15, 0, 130, 9], [5, 17, 900, 3, 4000, 64, 12]
+    tables = [list(range(9 * i, 9 * i + 9)) for i in range(7)]
+    every = list(range(7))
+    x = torch.randn(7, head.cols, generator=torch.Generator().manual_seed(3))
+    saved, before = cache.copy(), _decode_threads()
+    decode.set_threads(1)
+    try:
+        want_step = step.step(ids, positions, tables, every, every, precise=False)
+        want_product = head.matmul(x)
+        decode.set_threads(3 * len(os.sched_getaffinity(0)))
+        for _ in range(20):
+            cache[...] = saved
+            assert np.array_equal(step.step(ids, positions, tables, every, every, precise=False), want_step)
+            assert torch.equal(head.matmul(x), want_product)
+    finally:
+        decode.set_threads(before)
+
+
 def test_a_step_refuses_what_would_read_outside_its_buffers(tiny_model: Path) -> None:
     """Indices come from Python: each is checked before the kernels run (an IndexError, not a crash)."""
     step, _, _ = decoder(tiny_model, 0)

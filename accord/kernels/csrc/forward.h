@@ -119,12 +119,32 @@ static TARGET void group_float_dots(const float *wf, int cols, const float *x, s
     BY_TILE(FLOAT_DOTS)
 }
 
-/* This member's share of the groups of `w`: [g0, g1). */
-INLINE void share(const qmatrix *w, int ith, int nth, int *g0, int *g1) {
+/* Groups of `w` are claimed CLAIM at a time (pool_claim): few enough claims that their cost is lost in
+ * the products, small enough that the last claims even out. */
+#define CLAIM 4
+
+/* Member `owner`'s share of the groups of `w`: [g0, g1). */
+INLINE void share(const qmatrix *w, int owner, int nth, int *g0, int *g1) {
     int groups = matrix_groups(w), per = (groups + nth - 1) / nth;
-    *g0 = ith * per < groups ? ith * per : groups;
+    *g0 = owner * per < groups ? owner * per : groups;
     *g1 = *g0 + per < groups ? *g0 + per : groups;
 }
+
+/* Runs BODY (with g bound) for every group of `w` this member claims: its own share first, then the
+ * others' leftovers. Each group is computed whole by the member that claims it, with the same
+ * operations whoever that is, so the numbers do not depend on who claimed what. */
+#define FOR_CLAIMED_GROUPS(w, ith, nth, BODY)                                                   \
+    do {                                                                                        \
+        int set_ = pool_share(ith);                                                             \
+        for (int v_ = 0; v_ < (nth); v_++) {                                                    \
+            int owner_ = ((ith) + v_) % (nth), o0_, o1_;                                        \
+            share((w), owner_, (nth), &o0_, &o1_);                                              \
+            for (int c_; (c_ = pool_claim(set_, owner_) * CLAIM) < o1_ - o0_;) {                \
+                int end_ = o0_ + c_ + CLAIM < o1_ ? o0_ + c_ + CLAIM : o1_;                     \
+                for (int g = o0_ + c_; g < end_; g++) BODY                                      \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
 
 /* res [mt][GROUP] into out rows m0.., columns of group g (those that exist). */
 INLINE void put(const qmatrix *w, int g, const float *res, int m0, int mt, float *out, size_t ostride, int accumulate) {
@@ -143,18 +163,16 @@ INLINE void put(const qmatrix *w, int g, const float *res, int m0, int mt, float
 /* This member's share of out[m][r] (+)= w[r] . acts[m], 8-bit activations, every activation row. */
 INLINE void product_part(const qmatrix *w, const qacts *a, int rows, float *out, size_t ostride,
                          int accumulate, int ith, int nth) {
-    int g0, g1;
-    share(w, ith, nth, &g0, &g1);
     int nb = w->cols / QBLOCK;
     float res[TILE * GROUP];
-    for (int g = g0; g < g1; g++) {
+    FOR_CLAIMED_GROUPS(w, ith, nth, {
         const uint8_t *group = group_data(w, g);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
             int mt = rows - m0 < TILE ? rows - m0 : TILE;
             group_dots(group, w->kind, nb, a, m0, mt, res);
             put(w, g, res, m0, mt, out, ostride, accumulate);
         }
-    }
+    });
 }
 
 /* Group g of w as float32, weight-major: wf[k * GROUP + i] is weight k of the group's row i, computed
@@ -204,17 +222,15 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
  * member's own scratch of cols * GROUP floats. */
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
                                size_t ostride, int accumulate, float *wf, int ith, int nth) {
-    int g0, g1;
-    share(w, ith, nth, &g0, &g1);
     float res[TILE * GROUP];
-    for (int g = g0; g < g1; g++) {
+    FOR_CLAIMED_GROUPS(w, ith, nth, {
         unpack_group(w, g, wf);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
             int mt = rows - m0 < TILE ? rows - m0 : TILE;
             group_float_dots(wf, w->cols, x, xstride, m0, mt, res);
             put(w, g, res, m0, mt, out, ostride, accumulate);
         }
-    }
+    });
 }
 
 static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {

@@ -10,6 +10,12 @@
  * A member that spins on a machine with more runnable threads than cores yields after YIELD_SPINS
  * rounds, so the member it waits for can run.
  *
+ * Work sharing (pool_share, pool_claim). A claim is an atomic add on a counter that only its owner
+ * touches until its share is done, so the common case stays on the owner's cache line. Phases use two
+ * sets of counters in turn: while a phase runs on one set, each member zeroes its own counter in the
+ * other, which no member can still be reading (the barrier before this phase ended the last one that
+ * used it).
+ *
  * Tasks run one at a time: a second caller (another engine's thread) waits for the first to finish.
  *
  * After fork() the child has no members but itself (threads do not survive a fork); the team is
@@ -45,6 +51,25 @@ static void *current_ctx;
 
 static atomic_int barrier_count;
 static atomic_uint barrier_phase;
+
+typedef struct {
+    _Alignas(64) atomic_int next;
+} claim_counter;
+static claim_counter claims[2][MAX_THREADS];
+static __thread int shared_phases; /* pool_share() calls by this member in the current task */
+
+int pool_share(int ith) {
+    int set = shared_phases++ & 1;
+    atomic_store_explicit(&claims[set ^ 1][ith].next, 0, memory_order_relaxed);
+    return set;
+}
+
+int pool_claim(int set, int owner) { return atomic_fetch_add_explicit(&claims[set][owner].next, 1, memory_order_relaxed); }
+
+/* Before a task: every member's first phase finds its counters at zero. */
+static void start_task(void) {
+    for (int i = 0; i < size; i++) atomic_store_explicit(&claims[0][i].next, 0, memory_order_relaxed);
+}
 
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -97,6 +122,7 @@ static void *member_main(void *arg) {
             atomic_fetch_add_explicit(&finished, 1, memory_order_acq_rel);
             return NULL;
         }
+        shared_phases = 0;
         current_task(current_ctx, ith, size);
         atomic_fetch_add_explicit(&finished, 1, memory_order_acq_rel);
     }
@@ -164,13 +190,15 @@ int pool_threads(void) { return wanted; }
 void pool_run(pool_task task, void *ctx) {
     pthread_mutex_lock(&running);
     if (size != wanted || started != size - 1) build();
+    start_task();
+    shared_phases = 0;
     if (started == 0) {
         task(ctx, 0, 1);
     } else {
         current_task = task;
         current_ctx = ctx;
         atomic_store_explicit(&finished, 0, memory_order_relaxed);
-        wake_members();
+        wake_members(); /* its mutex orders start_task()'s stores before the members' first claims */
         task(ctx, 0, size);
         wait_members();
     }
