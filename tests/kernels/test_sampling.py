@@ -100,3 +100,27 @@ def test_the_c_kernel_draws_what_torch_draws(temperature: float, top_k: int, top
             for s in range(6)
         ]
         assert sample(logits, rows) == sample_torch(logits, rows)
+
+
+@pytest.mark.skipif(not decode.available(), reason="the C kernels are not built")
+@pytest.mark.parametrize("scale", [0.3, 2.0, 6.0, 25.0])
+def test_a_draw_over_the_whole_vocabulary_picks_what_every_tokens_noise_picks(scale: float) -> None:
+    """The C draw computes a token's noise only where the token could still win (sample.c, could_win);
+    the torch reference computes it for every token. Vocabularies of a real model's size, spreads from
+    nearly flat (most tokens could win) to peaked (almost none), many seeds: the same token each time."""
+    g = torch.Generator().manual_seed(int(scale * 10))
+    logits = torch.randn(24, 49152, generator=g) * scale
+    for temperature in (0.5, 1.0, 1.7):
+        rows = [SamplingRow(temperature=temperature, seed=1000 + s, step=s * 7) for s in range(24)]
+        assert sample(logits, rows) == sample_torch(logits, rows)
+
+
+@pytest.mark.skipif(not decode.available(), reason="the C kernels are not built")
+def test_greedy_takes_the_first_of_tied_best_tokens_anywhere_in_the_row() -> None:
+    """argmax in sample.c finds the max in vector lanes, then its first index: ties go to the lowest."""
+    for n in (1, 5, 16, 17, 49152, 49157):
+        for places in ([n - 1], [0, n - 1], [n // 3, n // 2, n - 1], [15 % n, 16 % n]):
+            row = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+            for i in places:
+                row[i] = 9.0
+            assert decode.sample(row[None, :], [SamplingRow(temperature=0.0)]) == [min(places)]

@@ -547,14 +547,10 @@ static PyObject *sample_call(PyObject *self, PyObject *args) {
     }
     sampling_params *p = calloc((size_t)(rows ? rows : 1), sizeof *p);
     int *chosen = calloc((size_t)(rows ? rows : 1), sizeof *chosen);
-    float *scores = malloc((size_t)vocab * sizeof(float));
-    int *order = malloc((size_t)vocab * sizeof(int));
-    if (!p || !chosen || !scores || !order) {
+    if (!p || !chosen) {
         Py_DECREF(fast);
         free(p);
         free(chosen);
-        free(scores);
-        free(order);
         return PyErr_NoMemory();
     }
     for (int i = 0; i < rows; i++) {
@@ -565,8 +561,6 @@ static PyObject *sample_call(PyObject *self, PyObject *args) {
             Py_DECREF(fast);
             free(p);
             free(chosen);
-            free(scores);
-            free(order);
             return NULL;
         }
         p[i].seed = seed;
@@ -574,15 +568,14 @@ static PyObject *sample_call(PyObject *self, PyObject *args) {
     }
     Py_DECREF(fast);
     const float *logits = (const float *)(intptr_t)address;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    for (int i = 0; i < rows; i++) chosen[i] = sample_row(logits + (size_t)i * vocab, vocab, &p[i], scores, order);
+    failed = sample_rows(logits, rows, vocab, p, chosen);
     Py_END_ALLOW_THREADS
-    PyObject *out = PyList_New(rows);
-    for (int i = 0; out && i < rows; i++) PyList_SET_ITEM(out, i, PyLong_FromLong(chosen[i]));
+    PyObject *out = failed ? PyErr_NoMemory() : PyList_New(rows);
+    for (int i = 0; out && !failed && i < rows; i++) PyList_SET_ITEM(out, i, PyLong_FromLong(chosen[i]));
     free(p);
     free(chosen);
-    free(scores);
-    free(order);
     return out;
 }
 

@@ -9,10 +9,25 @@
  * Why here: with SmolLM2's defaults (T 0.2, top-p 0.9) torch sorted the whole vocabulary for every
  * token, ~4.6 ms a row -- as long as the model step. Here the nucleus is found among the best few
  * tokens (a partial selection, widened only while the mass it holds is below top_p).
+ *
+ * Three more things keep a row's cost far below a step's (it runs on the engine thread, between steps):
+ *   - argmax is a max (which the compiler vectorises) and then a search for its first index;
+ *   - the softmax's total skips the tokens whose term is below what a double can hold next to the
+ *     best token's 1 (exp(-60) < 1e-26: their sum over any vocabulary changes nothing);
+ *   - a draw over the whole vocabulary computes a token's Gumbel noise only if the token could still
+ *     win (could_win below); the others are refused by comparing their uniform with a table.
  */
 #include "sample.h"
 
+#include "pool.h"
+
+/* The portable vectors (SSE2 width: this file is built for every x86-64 CPU). */
+#define TARGET
+#define LANES 4
+#include "vec.h"
+
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 static uint64_t splitmix(uint64_t z) {
@@ -32,12 +47,66 @@ static float neg_gumbel(uint64_t key, int v) {
 /* Better of two (score, index) pairs: higher score, then lower index. */
 static int better(float s, int i, float best, int best_i) { return s > best || (s == best && i < best_i); }
 
+/* The first index of the largest value (0 when x[0] is NaN and nothing compares above it). The max
+ * runs in 16 lanes, each started at x[0] so that a NaN never enters one: the same value the plain
+ * loop `if (x[i] > top) top = x[i]` ends with, found with vector instructions. */
 static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) {
-        if (x[i] > x[best]) best = i;
+    float lane[16], top = x[0];
+    for (int j = 0; j < 16; j++) lane[j] = top;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
     }
-    return best;
+    for (; i < n; i++) top = x[i] > top ? x[i] : top;
+    for (int j = 0; j < 16; j++) top = lane[j] > top ? lane[j] : top;
+    for (i = 0; i < n; i++) {
+        if (x[i] == top) return i;
+    }
+    return 0;
+}
+
+/* Terms exp(s - top) below exp(-SKIP) are left out of a softmax's total (see the header). */
+#define SKIP 60.0f
+
+/* The sum of exp(s[i] - top): the terms in float32 (vexp, about 1e-7 relative, as the torch reference's
+ * own float32 softmax), added up in double. */
+static double softmax_total(const float *s, int n, float top) {
+    double lane[LANES] = {0.0}, total = 0.0; /* a sum per lane: independent adds, not one long chain */
+    vf t = vsplat(top), floor = vsplat(-SKIP);
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        vf d = vload(s + i) - t;
+        float terms[LANES];
+        vstore(terms, vselect(d > floor, vexp(d), vsplat(0.0f)));
+        for (int j = 0; j < LANES; j++) lane[j] += terms[j];
+    }
+    for (int j = 0; j < LANES; j++) total += lane[j];
+    for (; i < n; i++) {
+        if (s[i] - top > -SKIP) total += expf(s[i] - top);
+    }
+    return total;
+}
+
+/* Whether token i, with score s at `gap` = best - s >= 0 below the best noisy score so far, could
+ * still beat it, judged from its uniform alone.
+ *
+ * It wins when s + g > best, g = -log(-log(u)): when -log(u) < exp(-gap). Since -log(u) >= 1 - u, it
+ * cannot when 1 - u >= exp(-gap). With k = floor(gap), exp(-gap) <= exp(-k), so a token is refused
+ * when 1 - u >= exp(-k) * (1 + 1e-3): the margin covers the float rounding of the scores and of the
+ * reference's own sum, which is far smaller. 1 - u is (2^53 - (h >> 11) - 0.5) / 2^53 exactly. */
+#define GAPS 38 /* exp(-38) * 2^53 < 0.5: from a gap of 38 on, no uniform can win */
+static double refuse_from[GAPS]; /* 2^53 * (1 - u) at and above which gap k refuses */
+static pthread_once_t refusals_once = PTHREAD_ONCE_INIT;
+
+static void fill_refusals(void) {
+    for (int k = 0; k < GAPS; k++) refuse_from[k] = exp(-(double)k) * (1.0 + 1e-3) * 9007199254740992.0;
+}
+
+static int could_win(uint64_t h, float gap) {
+    if (!(gap < (float)GAPS)) return 0;
+    int k = gap > 0.0f ? (int)gap : 0;
+    double r = (double)((1ull << 53) - (h >> 11)) - 0.5;
+    return r < refuse_from[k];
 }
 
 /* Indices of the k largest scores, best first (ties: lower index first). */
@@ -47,6 +116,14 @@ static void best_k(const float *s, int n, int k, int *out) {
     for (int i = 0; i < n; i++) {
         if (size == k) {
             int least = out[0];
+            if (i % 32 == 0 && i + 32 <= n) { /* skip a stretch with nothing above the least */
+                float top = s[i];
+                for (int j = 1; j < 32; j++) top = s[i + j] > top ? s[i + j] : top;
+                if (!(top > s[least])) {
+                    i += 31;
+                    continue;
+                }
+            }
             if (!(s[i] > s[least])) continue;
             out[0] = i;
             for (int c = 0;;) {
@@ -90,7 +167,7 @@ static void best_k(const float *s, int n, int k, int *out) {
     }
 }
 
-int sample_row(const float *logits, int vocab, const sampling_params *p, float *scores, int *order) {
+static int sample_row(const float *logits, int vocab, const sampling_params *p, float *scores, int *order) {
     if (p->temperature <= 0.0f) return argmax(logits, vocab);
     for (int i = 0; i < vocab; i++) scores[i] = logits[i] / p->temperature;
     int limit = p->top_k > 0 && p->top_k < vocab ? p->top_k : vocab;
@@ -103,7 +180,7 @@ int sample_row(const float *logits, int vocab, const sampling_params *p, float *
             best_k(scores, vocab, limit, order);
             for (int j = 0; j < limit; j++) total += exp((double)scores[order[j]] - top);
         } else {
-            for (int i = 0; i < vocab; i++) total += exp((double)scores[i] - top);
+            total = softmax_total(scores, vocab, (float)top);
         }
         for (;;) {
             best_k(scores, vocab, k, order);
@@ -123,8 +200,16 @@ int sample_row(const float *logits, int vocab, const sampling_params *p, float *
     float best = -INFINITY;
     int best_i = 0x7FFFFFFF;
     if (kept == vocab && !(p->top_p < 1.0)) {
+        pthread_once(&refusals_once, fill_refusals);
+        /* The best-scored token first, so the bar is high from the start. */
+        int first = argmax(scores, vocab);
+        if (scores[first] != -INFINITY) {
+            best = scores[first] - neg_gumbel(key, first);
+            best_i = first;
+        }
         for (int i = 0; i < vocab; i++) {
-            if (scores[i] == -INFINITY) continue;
+            if (scores[i] == -INFINITY || i == first) continue;
+            if (best_i != 0x7FFFFFFF && !could_win(splitmix(key + (uint64_t)i), best - scores[i])) continue;
             float s = scores[i] - neg_gumbel(key, i);
             if (better(s, i, best, best_i)) {
                 best = s;
@@ -142,4 +227,80 @@ int sample_row(const float *logits, int vocab, const sampling_params *p, float *
         }
     }
     return best_i == 0x7FFFFFFF ? 0 : best_i;
+}
+
+/* Each thread's scratch for sample_row, kept between calls (the team's threads live on) and freed when
+ * its thread ends. */
+typedef struct {
+    size_t cap;
+    float *scores;
+    int *order;
+} scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void free_scratch(void *p) {
+    scratch *x = p;
+    free(x->scores);
+    free(x->order);
+    free(x);
+}
+
+static void make_scratch_key(void) { pthread_key_create(&scratch_key, free_scratch); }
+
+static scratch *thread_scratch(int vocab) {
+    pthread_once(&scratch_once, make_scratch_key);
+    scratch *x = pthread_getspecific(scratch_key);
+    if (!x) {
+        if (!(x = calloc(1, sizeof *x))) return NULL;
+        if (pthread_setspecific(scratch_key, x) != 0) {
+            free(x);
+            return NULL;
+        }
+    }
+    if (x->cap < (size_t)vocab) {
+        float *scores = realloc(x->scores, (size_t)vocab * sizeof *scores);
+        if (scores) x->scores = scores;
+        int *order = realloc(x->order, (size_t)vocab * sizeof *order);
+        if (order) x->order = order;
+        if (!scores || !order) return NULL;
+        x->cap = (size_t)vocab;
+    }
+    return x;
+}
+
+typedef struct {
+    const float *logits;
+    int rows, vocab;
+    const sampling_params *p;
+    int *chosen;
+} sample_job;
+
+static void sample_task(void *ctx, int ith, int nth) {
+    sample_job *job = ctx;
+    scratch *x = NULL;
+    for (int i = ith; i < job->rows; i += nth) {
+        const float *row = job->logits + (size_t)i * job->vocab;
+        if (job->p[i].temperature <= 0.0f) {
+            job->chosen[i] = argmax(row, job->vocab);
+        } else if (x || (x = thread_scratch(job->vocab))) {
+            job->chosen[i] = sample_row(row, job->vocab, &job->p[i], x->scores, x->order);
+        } else {
+            job->chosen[i] = -1;
+        }
+    }
+}
+
+int sample_rows(const float *logits, int rows, int vocab, const sampling_params *p, int *chosen) {
+    sample_job job = {logits, rows, vocab, p, chosen};
+    if (rows > 1) {
+        pool_run(sample_task, &job);
+    } else {
+        sample_task(&job, 0, 1);
+    }
+    for (int i = 0; i < rows; i++) {
+        if (chosen[i] < 0) return -1;
+    }
+    return 0;
 }

@@ -12,7 +12,8 @@ typedef struct {
     int64_t step;      /* index of the token being chosen within its request */
 } sampling_params;
 
-/* The token chosen from one row of `vocab` logits; `scores` and `order` are scratch of vocab each. */
-int sample_row(const float *logits, int vocab, const sampling_params *p, float *scores, int *order);
+/* The token chosen for each of `rows` rows of `vocab` logits into `chosen`, the rows shared among the
+ * kernels' thread team (idle between steps). Returns 0, or -1 when scratch memory could not be had. */
+int sample_rows(const float *logits, int rows, int vocab, const sampling_params *p, int *chosen);
 
 #endif
