@@ -124,3 +124,15 @@ def test_greedy_takes_the_first_of_tied_best_tokens_anywhere_in_the_row() -> Non
             for i in places:
                 row[i] = 9.0
             assert decode.sample(row[None, :], [SamplingRow(temperature=0.0)]) == [min(places)]
+
+
+@pytest.mark.skipif(not decode.available(), reason="the C kernels are not built")
+def test_a_draw_never_picks_a_nan_or_minus_infinity_token() -> None:
+    """Broken logits (NaN, -inf) are never drawn, wherever they are, the first token included."""
+    logits = np.random.default_rng(3).standard_normal((6, 3000)).astype(np.float32)
+    logits[:, 0] = np.nan
+    logits[1, :2000] = -np.inf
+    logits[2, 5::7] = np.nan
+    rows = [SamplingRow(temperature=1.0, seed=s, step=s) for s in range(6)]
+    for token, row in zip(decode.sample(logits, rows), logits, strict=True):
+        assert np.isfinite(row[token])
