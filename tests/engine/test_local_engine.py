@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from accord.engine.local import LocalEngine
+from accord.engine.local._sequence import Sequence
 from accord.engine.protocol import GenerationRequest, Sampling
 from accord.events.generation import Chunk, EngineFailed, Finished, GenerationOutput
 from tests.engine.conftest import chatml
@@ -140,6 +141,22 @@ async def test_cancelling_the_consumer_frees_its_blocks(engine: LocalEngine) -> 
     assert seen == 1
     stats = engine.statistics()
     assert (stats.running, stats.blocks_in_use) == (0, 0)
+
+
+async def test_a_request_the_engine_lets_go_of_without_an_end_fails_rather_than_hangs(
+    engine: LocalEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine thread always ends a request before releasing it; if it ever did not, the consumer
+    is told with an engine failure (the response ends as failed) instead of waiting for ever."""
+
+    def let_go(seq: Sequence) -> None:
+        seq.outbox.release()
+
+    monkeypatch.setattr(engine._core, "submit", let_go)
+    with anyio.fail_after(20):
+        events = await run(engine, GenerationRequest(prompt=FRANCE, max_tokens=5, sampling=GREEDY))
+    assert len(events) == 1 and isinstance(events[0], EngineFailed), events
+    assert events[0].failure == "engine_error"
 
 
 async def test_a_prompt_longer_than_the_context_fails_before_generation(engine: LocalEngine) -> None:

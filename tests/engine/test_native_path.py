@@ -134,8 +134,8 @@ def test_the_rotary_tables_of_both_paths_agree(scale: float, factors: list[float
 @pytest.mark.parametrize("kind", ["F32", "F16", "BF16", "Q8_0", "Q4_1"])
 def test_the_c_paths_float_values_are_the_torch_paths(kind: str) -> None:
     """``floats`` (the C path's norms and re-quantisation input) gives the torch path's float32
-    values, bit for bit, for the float kinds and the block kinds the torch path decodes itself (the
-    other block kinds go through the gguf package's own decoding on both paths)."""
+    values, bit for bit, for the float kinds and the block kinds the torch path decodes itself (for
+    the other block kinds the torch path calls ``floats`` too)."""
     import gguf
     import numpy as np
     import torch

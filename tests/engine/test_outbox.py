@@ -21,13 +21,9 @@ def _chunk(text: str) -> Chunk:
 
 async def _drain(outbox: Outbox) -> list[GenerationOutput]:
     """What a consumer sees, parking whenever the outbox is empty, up to the terminal event."""
-    call_soon, seen = loop_caller(), list[GenerationOutput]()
+    seen = list[GenerationOutput]()
     while not seen or not isinstance(seen[-1], Finished):
-        arrived = anyio.Event()
-        items = outbox.take(partial(call_soon, arrived.set))
-        if not items:
-            await arrived.wait()
-        seen.extend(items)
+        seen.extend(await outbox.next_items())
     return seen
 
 
@@ -58,6 +54,18 @@ async def test_release_wakes_a_parked_consumer() -> None:
     with anyio.fail_after(10):
         await arrived.wait()
     assert outbox.released
+
+
+async def test_next_items_is_empty_only_once_released_with_nothing_left() -> None:
+    """What the engine put before letting go is still handed out; after that the consumer is told,
+    rather than parked for ever."""
+    outbox = Outbox()
+    outbox.put([_chunk("last")])
+    threading.Thread(target=outbox.release).start()
+    with anyio.fail_after(10):
+        assert await outbox.next_items() == [_chunk("last")]
+        assert await outbox.next_items() == []
+        assert await outbox.next_items() == []
 
 
 def test_a_wake_up_is_called_once_and_only_when_armed() -> None:

@@ -136,3 +136,15 @@ def test_a_draw_never_picks_a_nan_or_minus_infinity_token() -> None:
     rows = [SamplingRow(temperature=1.0, seed=s, step=s) for s in range(6)]
     for token, row in zip(decode.sample(logits, rows), logits, strict=True):
         assert np.isfinite(row[token])
+
+
+@pytest.mark.skipif(not decode.available(), reason="the C kernels are not built")
+@pytest.mark.parametrize(("top_k", "top_p"), [(3, 1.0), (0, 0.5), (40, 0.9)])
+def test_a_nan_does_not_hide_the_best_tokens_from_top_k_and_top_p(top_k: int, top_p: float) -> None:
+    """The partial selection skips 32 tokens at a time where none is above its least; a NaN at the
+    start of such a stretch must not hide the best tokens behind it."""
+    logits = np.random.default_rng(4).standard_normal((8, 4096)).astype(np.float32)
+    logits[:, 32::32] = np.nan  # every stretch after the first starts with one
+    logits[:, 1000:1003] = [30.0, 29.5, 29.0]
+    rows = [SamplingRow(temperature=1.0, top_k=top_k, top_p=top_p, seed=s, step=s) for s in range(8)]
+    assert set(decode.sample(logits, rows)) <= {1000, 1001, 1002}

@@ -9,7 +9,6 @@ import secrets
 import threading
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -24,7 +23,7 @@ from accord.engine.local._gguf import ModelFile, read_model_file
 from accord.engine.local._grammar import ConstraintError, Grammars, Matcher
 from accord.engine.local._heap import bound_heap_growth, release_freed_memory
 from accord.engine.local._native import NativeModel, unfit
-from accord.engine.local._outbox import Outbox, loop_caller
+from accord.engine.local._outbox import Outbox
 from accord.engine.local._scheduler import Scheduler
 from accord.engine.local._sequence import Sequence, StopMatcher
 from accord.engine.local._tokenizer import Tokenizer
@@ -307,14 +306,12 @@ class LocalEngine:
         )
         self._core.submit(seq)
         ended = False
-        call_soon = loop_caller()
         try:
             while not ended:
-                arrived = anyio.Event()
-                items = seq.outbox.take(partial(call_soon, arrived.set))
-                if not items:
-                    await arrived.wait()
-                    continue
+                items = await seq.outbox.next_items()
+                if not items:  # released without an end: never silent, never a wait for ever
+                    message = "The engine let go of the request without ending it."
+                    items = [EngineFailed(failure="engine_error", message=message, prompt_tokens=n)]
                 for item in items:
                     # Several items may have arrived at once: a consumer that cancelled on one gets
                     # no more of them (yielding does not check for cancellation by itself).
@@ -327,7 +324,8 @@ class LocalEngine:
             if not ended:
                 self._core.abandon(seq)
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(seq.outbox.wait_released, limiter=anyio.CapacityLimiter(1))
+                    while await seq.outbox.next_items():  # until released: what is left is dropped
+                        pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
+import anyio
 import sniffio
 
 from accord.events.generation import GenerationOutput
@@ -36,7 +38,8 @@ class Outbox:
         self._lock = threading.Lock()
         self._items: deque[GenerationOutput] = deque()
         self._wake: Wake | None = None
-        self._released = threading.Event()
+        self._released = False
+        self._call_soon: Callable[[Wake], object] | None = None
 
     def put(self, items: list[GenerationOutput]) -> None:
         if not items:
@@ -52,23 +55,32 @@ class Outbox:
         with self._lock:
             items = list(self._items)
             self._items.clear()
-            if not items and not self._released.is_set():
+            if not items and not self._released:
                 self._wake = wake
             return items
+
+    async def next_items(self) -> list[GenerationOutput]:
+        """What was put since the last call, parking the calling task until there is something; empty
+        only once the outbox is released with nothing left. For the one task that consumes it."""
+        if self._call_soon is None:
+            self._call_soon = loop_caller()
+        while True:
+            arrived = anyio.Event()
+            items = self.take(partial(self._call_soon, arrived.set))
+            if items or self._released:
+                return items
+            await arrived.wait()
 
     def release(self) -> None:
         """The engine holds nothing more for this request (called from the engine thread)."""
         with self._lock:
-            self._released.set()
+            self._released = True
             wake, self._wake = self._wake, None
         _call(wake)
 
     @property
     def released(self) -> bool:
-        return self._released.is_set()
-
-    def wait_released(self) -> None:
-        self._released.wait()
+        return self._released
 
 
 def _call(wake: Wake | None) -> None:

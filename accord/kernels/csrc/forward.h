@@ -130,21 +130,37 @@ INLINE void share(const qmatrix *w, int owner, int nth, int *g0, int *g1) {
     *g1 = *g0 + per < groups ? *g0 + per : groups;
 }
 
-/* Runs BODY (with g bound) for every group of `w` this member claims: its own share first, then the
- * others' leftovers. Each group is computed whole by the member that claims it, with the same
- * operations whoever that is, so the numbers do not depend on who claimed what. */
-#define FOR_CLAIMED_GROUPS(w, ith, nth, BODY)                                                   \
-    do {                                                                                        \
-        int set_ = pool_share(ith);                                                             \
-        for (int v_ = 0; v_ < (nth); v_++) {                                                    \
-            int owner_ = ((ith) + v_) % (nth), o0_, o1_;                                        \
-            share((w), owner_, (nth), &o0_, &o1_);                                              \
-            for (int c_; (c_ = pool_claim(set_, owner_) * CLAIM) < o1_ - o0_;) {                \
-                int end_ = o0_ + c_ + CLAIM < o1_ ? o0_ + c_ + CLAIM : o1_;                     \
-                for (int g = o0_ + c_; g < end_; g++) BODY                                      \
-            }                                                                                   \
-        }                                                                                       \
-    } while (0)
+/* The groups of `w` a member computes in one phase, claimed CLAIM at a time (next_group): its own
+ * share first, then the others' leftovers. Each group is computed whole by the member that claims it,
+ * with the same operations whoever that is, so the numbers do not depend on who claimed what. */
+typedef struct {
+    const qmatrix *w;
+    int ith, nth, set;
+    int done;   /* shares this member has claimed all of: its own, then the next members' in turn */
+    int g, end; /* what is left of its current claim */
+} claims;
+
+INLINE claims claim_groups(const qmatrix *w, int ith, int nth) {
+    claims c = {w, ith, nth, pool_share(ith), 0, 0, 0};
+    return c;
+}
+
+/* The next group to compute, or -1 when every share is claimed. */
+INLINE int next_group(claims *c) {
+    while (c->g == c->end) {
+        if (c->done == c->nth) return -1;
+        int owner = (c->ith + c->done) % c->nth, o0, o1;
+        share(c->w, owner, c->nth, &o0, &o1);
+        int at = o0 + pool_claim(c->set, owner) * CLAIM;
+        if (at < o1) {
+            c->g = at;
+            c->end = at + CLAIM < o1 ? at + CLAIM : o1;
+        } else {
+            c->done++;
+        }
+    }
+    return c->g++;
+}
 
 /* res [mt][GROUP] into out rows m0.., columns of group g (those that exist). */
 INLINE void put(const qmatrix *w, int g, const float *res, int m0, int mt, float *out, size_t ostride, int accumulate) {
@@ -165,14 +181,15 @@ INLINE void product_part(const qmatrix *w, const qacts *a, int rows, float *out,
                          int accumulate, int ith, int nth) {
     int nb = w->cols / QBLOCK;
     float res[TILE * GROUP];
-    FOR_CLAIMED_GROUPS(w, ith, nth, {
+    claims c = claim_groups(w, ith, nth);
+    for (int g; (g = next_group(&c)) >= 0;) {
         const uint8_t *group = group_data(w, g);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
             int mt = rows - m0 < TILE ? rows - m0 : TILE;
             group_dots(group, w->kind, nb, a, m0, mt, res);
             put(w, g, res, m0, mt, out, ostride, accumulate);
         }
-    });
+    }
 }
 
 /* Group g of w as float32, weight-major: wf[k * GROUP + i] is weight k of the group's row i, computed
@@ -223,14 +240,15 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
                                size_t ostride, int accumulate, float *wf, int ith, int nth) {
     float res[TILE * GROUP];
-    FOR_CLAIMED_GROUPS(w, ith, nth, {
+    claims c = claim_groups(w, ith, nth);
+    for (int g; (g = next_group(&c)) >= 0;) {
         unpack_group(w, g, wf);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
             int mt = rows - m0 < TILE ? rows - m0 : TILE;
             group_float_dots(wf, w->cols, x, xstride, m0, mt, res);
             put(w, g, res, m0, mt, out, ostride, accumulate);
         }
-    });
+    }
 }
 
 static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {

@@ -11,7 +11,8 @@
  * tokens (a partial selection, widened only while the mass it holds is below top_p).
  *
  * Three more things keep a row's cost far below a step's (it runs on the engine thread, between steps):
- *   - argmax is a max (which the compiler vectorises) and then a search for its first index;
+ *   - argmax is a vector max and then a search for its first index, and the partial selection skips
+ *     32 tokens at a time where none is above its least;
  *   - the softmax's total skips the tokens whose term is below what a double can hold next to the
  *     best token's 1 (exp(-60) < 1e-26: their sum over any vocabulary changes nothing);
  *   - a draw over the whole vocabulary computes a token's Gumbel noise only if the token could still
@@ -47,19 +48,20 @@ static float neg_gumbel(uint64_t key, int v) {
 /* Better of two (score, index) pairs: higher score, then lower index. */
 static int better(float s, int i, float best, int best_i) { return s > best || (s == best && i < best_i); }
 
-/* The first index of the largest value (0 when x[0] is NaN and nothing compares above it). The max
- * runs in 16 lanes, each started at x[0] so that a NaN never enters one: the same value the plain
- * loop `if (x[i] > top) top = x[i]` ends with, found with vector instructions. */
+/* The largest of `from` and x[0..n) (n a multiple of LANES), NaNs passed over: a value replaces the
+ * lane's best only when it compares above it, as in the plain loop `if (x[i] > top) top = x[i]`. */
+static float stretch_max(const float *x, int n, float from) {
+    vf top = vsplat(from);
+    for (int i = 0; i < n; i += LANES) top = vmax(vload(x + i), top);
+    return vmaxall(top);
+}
+
+/* The first index of the largest value (0 when x[0] is NaN and nothing compares above it). */
 static int argmax(const float *x, int n) {
-    float lane[16], top = x[0];
-    for (int j = 0; j < 16; j++) lane[j] = top;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        for (int j = 0; j < 16; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
-    }
-    for (; i < n; i++) top = x[i] > top ? x[i] : top;
-    for (int j = 0; j < 16; j++) top = lane[j] > top ? lane[j] : top;
-    for (i = 0; i < n; i++) {
+    int bulk = n - n % LANES;
+    float top = stretch_max(x, bulk, x[0]);
+    for (int i = bulk; i < n; i++) top = x[i] > top ? x[i] : top;
+    for (int i = 0; i < n; i++) {
         if (x[i] == top) return i;
     }
     return 0;
@@ -117,9 +119,7 @@ static void best_k(const float *s, int n, int k, int *out) {
         if (size == k) {
             int least = out[0];
             if (i % 32 == 0 && i + 32 <= n) { /* skip a stretch with nothing above the least */
-                float top = s[i];
-                for (int j = 1; j < 32; j++) top = s[i + j] > top ? s[i + j] : top;
-                if (!(top > s[least])) {
+                if (!(stretch_max(s + i, 32, -INFINITY) > s[least])) {
                     i += 31;
                     continue;
                 }
