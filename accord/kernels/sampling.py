@@ -54,8 +54,14 @@ def sample(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
     return sample_torch(logits, rows)
 
 
+def _without_nan(logits: torch.Tensor) -> torch.Tensor:
+    """NaN logits as -inf, as the C kernels take them: never chosen, greedy or drawn."""
+    return logits.masked_fill(logits.isnan(), float("-inf"))
+
+
 def sample_torch(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
     """:func:`sample` in torch: what a CPU without the C kernels runs (and what they are tested against)."""
+    logits = _without_nan(logits)
     choices = logits.argmax(dim=-1).tolist()
     for i, row in enumerate(rows):
         if row.greedy:
@@ -69,6 +75,7 @@ def sample_torch(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
 
 def _sample_cuda(logits: torch.Tensor, rows: list[SamplingRow]) -> list[int]:
     """Filtering in torch, then the cupy kernel draws every row in one launch."""
+    logits = _without_nan(logits)
     scaled = torch.stack(
         [
             logits[i] if r.greedy else filter_logits(logits[i] / r.temperature, r.top_k, r.top_p)

@@ -144,7 +144,23 @@ def test_a_nan_does_not_hide_the_best_tokens_from_top_k_and_top_p(top_k: int, to
     """The partial selection skips 32 tokens at a time where none is above its least; a NaN at the
     start of such a stretch must not hide the best tokens behind it."""
     logits = np.random.default_rng(4).standard_normal((8, 4096)).astype(np.float32)
-    logits[:, 32::32] = np.nan  # every stretch after the first starts with one
+    logits[:, 0::32] = np.nan  # every stretch starts with one, the row's first token included
     logits[:, 1000:1003] = [30.0, 29.5, 29.0]
     rows = [SamplingRow(temperature=1.0, top_k=top_k, top_p=top_p, seed=s, step=s) for s in range(8)]
     assert set(decode.sample(logits, rows)) <= {1000, 1001, 1002}
+
+
+@pytest.mark.skipif(not decode.available(), reason="the C kernels are not built")
+def test_greedy_passes_over_nan_logits_the_first_included() -> None:
+    """A NaN never wins a greedy row, wherever it is; a row of nothing but NaN gives token 0."""
+    logits = np.random.default_rng(5).standard_normal((4, 49157)).astype(np.float32)
+    logits[:, 0] = np.nan
+    logits[1, 1::3] = np.nan
+    logits[2, :] = -np.inf
+    logits[2, 0] = np.nan
+    logits[2, 40000] = -1.0
+    logits[3, :] = np.nan
+    expected = [int(np.nanargmax(logits[0])), int(np.nanargmax(logits[1])), 40000, 0]
+    rows = [SamplingRow(temperature=0.0)] * 4
+    assert decode.sample(logits, rows) == expected
+    assert sample_torch(torch.from_numpy(logits), rows) == expected

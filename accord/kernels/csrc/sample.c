@@ -56,10 +56,10 @@ static float stretch_max(const float *x, int n, float from) {
     return vmaxall(top);
 }
 
-/* The first index of the largest value (0 when x[0] is NaN and nothing compares above it). */
+/* The first index of the largest value, NaNs passed over (0 when every value is NaN). */
 static int argmax(const float *x, int n) {
     int bulk = n - n % LANES;
-    float top = stretch_max(x, bulk, x[0]);
+    float top = stretch_max(x, bulk, -INFINITY);
     for (int i = bulk; i < n; i++) top = x[i] > top ? x[i] : top;
     for (int i = 0; i < n; i++) {
         if (x[i] == top) return i;
@@ -169,7 +169,11 @@ static void best_k(const float *s, int n, int k, int *out) {
 
 static int sample_row(const float *logits, int vocab, const sampling_params *p, float *scores, int *order) {
     if (p->temperature <= 0.0f) return argmax(logits, vocab);
-    for (int i = 0; i < vocab; i++) scores[i] = logits[i] / p->temperature;
+    /* A NaN logit becomes -inf here, once: never drawn, and every comparison below stays ordered. */
+    for (int i = 0; i < vocab; i++) {
+        float v = logits[i] / p->temperature;
+        scores[i] = v == v ? v : -INFINITY;
+    }
     int limit = p->top_k > 0 && p->top_k < vocab ? p->top_k : vocab;
     int kept = limit;
     if (p->top_p < 1.0) {
