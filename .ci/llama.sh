@@ -27,7 +27,7 @@ cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/accord"
 # The flags that decide what -march=native compiles: the vector, FMA, half-float and bit-manipulation
 # extensions (sse*, ssse3, avx*, amx*, fma*, f16c, bmi*).
 isa="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | tr ' ' '\n' \
-    | grep -E '^(sse|ssse3|avx|amx|fma|f16c|bmi)' | LC_ALL=C sort | sha256sum | cut -c1-12)"
+    | (grep -E '^(sse|ssse3|avx|amx|fma|f16c|bmi)' || true) | LC_ALL=C sort | sha256sum | cut -c1-12)"
 prefix="$cache_root/llama.cpp-$version-$isa"
 bin="$prefix/bin"
 
