@@ -9,7 +9,7 @@ from functools import partial
 import anyio
 import pytest
 
-from accord.engine.local._outbox import Outbox, loop_caller
+from accord.engine.local._outbox import Outbox, Wake, loop_caller
 from accord.events.generation import Chunk, Finished, GenerationOutput
 
 pytestmark = pytest.mark.anyio
@@ -95,3 +95,29 @@ def test_a_consumer_whose_loop_has_ended_does_not_break_the_engine_thread() -> N
         outbox.put([_chunk("late")])
         outbox.release()
         assert outbox.take() == [_chunk("late")]
+
+
+async def test_the_last_items_are_never_lost_to_a_release_that_follows_them_at_once() -> None:
+    """The engine puts the terminal event and lets go just after the consumer found the outbox empty.
+    Whether it was released is read with the items, so the consumer is never told 'released, nothing
+    left' while the terminal event waits unread."""
+    finished = Finished(reason="stop", prompt_tokens=1, cached_tokens=0, output_tokens=1)
+    outbox, gone = Outbox(), threading.Event()
+    real_take = outbox._take
+
+    def engine() -> None:
+        outbox.put([finished])
+        outbox.release()
+        gone.set()
+
+    def take_then_let_the_engine_finish(wake: Wake | None) -> tuple[list[GenerationOutput], bool]:
+        got = real_take(wake)
+        if not gone.is_set():  # the first look found nothing: the engine ends in this very gap
+            threading.Thread(target=engine).start()
+            gone.wait(10)
+        return got
+
+    outbox._take = take_then_let_the_engine_finish  # type: ignore[method-assign]
+    with anyio.fail_after(10):
+        assert await outbox.next_items() == [finished]
+        assert await outbox.next_items() == []

@@ -52,12 +52,17 @@ class Outbox:
     def take(self, wake: Wake | None = None) -> list[GenerationOutput]:
         """Everything put so far. When there is nothing, ``wake`` (if given) is called, once, on the
         next ``put`` or ``release``; it replaces a wake-up given before."""
+        return self._take(wake)[0]
+
+    def _take(self, wake: Wake | None) -> tuple[list[GenerationOutput], bool]:
+        """:meth:`take`, and whether the outbox was released, read under the same lock: every put
+        before the release is then among the items."""
         with self._lock:
             items = list(self._items)
             self._items.clear()
             if not items and not self._released:
                 self._wake = wake
-            return items
+            return items, self._released
 
     async def next_items(self) -> list[GenerationOutput]:
         """What was put since the last call, parking the calling task until there is something; empty
@@ -66,8 +71,8 @@ class Outbox:
             self._call_soon = loop_caller()
         while True:
             arrived = anyio.Event()
-            items = self.take(partial(self._call_soon, arrived.set))
-            if items or self._released:
+            items, released = self._take(partial(self._call_soon, arrived.set))
+            if items or released:
                 return items
             await arrived.wait()
 
