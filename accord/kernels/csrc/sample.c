@@ -207,7 +207,7 @@ static int sample_row(const float *logits, int vocab, const sampling_params *p, 
         pthread_once(&refusals_once, fill_refusals);
         /* The best-scored token first, so the bar is high from the start. */
         int first = argmax(scores, vocab);
-        if (scores[first] != -INFINITY && scores[first] == scores[first]) { /* not -inf, not NaN */
+        if (scores[first] != -INFINITY) { /* a row of nothing but -inf has no first token */
             best = scores[first] - neg_gumbel(key, first);
             best_i = first;
         }
