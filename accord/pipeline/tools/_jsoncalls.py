@@ -117,6 +117,7 @@ class JsonCallParser:
             fmt.hard_closers or fmt.fence or fmt.checks_payload_prefix
         )
         self._closer_memo: tuple[str | None, int, int, int, str] = (None, 0, 0, -1, "")
+        self._only_closer = fmt.closers[0] if len(fmt.closers) == 1 else ""
         self._checks_head = fmt.checks_payload_prefix
         self._tokens_only = fmt.section_markers_are_tokens
         self._mode = _TEXT
@@ -408,12 +409,12 @@ class JsonCallParser:
         """
         fmt = self._fmt
         j = skip_ws(buf, at)
-        header = buf[at:j]
-        if buf[j : j + 1] != "{" or len(header) + self._end_max >= fmt.header_cap:
+        if buf[j : j + 1] != "{" or j - at + self._end_max >= fmt.header_cap:
             return -1
         k, closer = self._closer_from(buf, j)
         if k < 0:
             return -1
+        header = buf[at:j]
         if not fmt.header_prefix_ok(opener, header):
             return -1
         calls = fmt.calls(opener, header, buf[j:k].rstrip(" \t\r\n"), self._tools)
@@ -430,15 +431,18 @@ class JsonCallParser:
         """
         memo_buf, lo, hi, k, closer = self._closer_memo
         end = j + WHOLE_CALL_LIMIT
+        start = j
         if memo_buf is buf and lo <= j:
             if k >= j:
                 return k, closer  # the first closer after lo, so after j too, and before end
             if k < 0:
-                # None in [lo, hi): only one that ends past hi can start before it.
-                k, closer = find_first(buf, self._fmt.closers, max(j, hi - self._end_max + 1), end)
-                self._closer_memo = (buf, j, end, k, closer)
-                return k, closer
-        k, closer = find_first(buf, self._fmt.closers, j, end)
+                start = max(j, hi - self._end_max + 1)  # none in [lo, hi) but one ending past hi
+        only = self._only_closer
+        if only:  # the usual single closer: one str.find
+            k = buf.find(only, start, end)
+            closer = only if k >= 0 else ""
+        else:
+            k, closer = find_first(buf, self._fmt.closers, start, end)
         self._closer_memo = (buf, j, end, k, closer)
         return k, closer
 
