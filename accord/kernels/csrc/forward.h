@@ -208,7 +208,10 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
                     vi v;
                     memcpy(&v, runs + (k * GROUP + c) * 4, sizeof v);
                     for (int j = 0; j < 4; j++) {
-                        vi q = (v << (24 - 8 * j)) >> 24;
+                        /* Byte j to the top, shifted as unsigned (a signed shift past the top is
+                         * undefined: without -fwrapv the compiler may drop the pair of shifts),
+                         * then back down with its sign. */
+                        vi q = (vi)((vu)v << (24 - 8 * j)) >> 24;
                         vstore(out + (4 * k + j) * GROUP + c, __builtin_convertvector(q, vf) * d);
                     }
                 }
@@ -266,8 +269,14 @@ static TARGET void NAME(float_product_task)(void *ctx, int ith, int nth) {
 
 /* -- attention -------------------------------------------------------------------------------- */
 
-/* Rotate each pair (v[2i], v[2i+1]) by the angle of position `pos` and frequency i. */
-INLINE void rotate(const model *md, int pos, const float *v, float *out) {
+/* Rotate each pair (v[2i], v[2i+1]) by the angle of position `pos` and frequency i: two products and
+ * a sum each, rounded apart as ggml rounds them.
+ *
+ * Kept out of the loop vectoriser: GCC 12 at -O3 turns this loop, a complex multiplication in shape,
+ * into vfmaddsub (a fused multiply-add) in spite of -ffp-contract=off, wherever it can vectorise it --
+ * which it can without -fwrapv and cannot with it. The queries and keys then moved by a rounding with
+ * the build's flags (the top logits of a two-token prompt by 0.002). */
+static __attribute__((noinline, optimize("no-tree-vectorize"))) TARGET void rotate(const model *md, int pos, const float *v, float *out) {
     const float *rot = md->rope + (size_t)pos * md->head_dim;
     for (int i = 0; i < md->head_dim; i += 2) {
         float a = v[i], b = v[i + 1], c = rot[i], s = rot[i + 1];
@@ -316,6 +325,34 @@ INLINE void store_kv(const step *s, int l, int m, int g) {
     for (int i = 0; i < hd; i++) kc[(size_t)i * bs] = k[i];
 }
 
+/* out[i] += p[t] * values[t][i] over the `count` positions of a block of values (float32, [count][hd]),
+ * the positions in order. Four vectors of the head's dimensions go at once: four chains of adds that
+ * overlap, where one would wait on each add; each element's adds are in the same order either way. */
+INLINE void weigh_values(float *out, const float *p, const float *values, int count, int hd) {
+    int i = 0;
+    for (; i + 4 * LANES <= hd; i += 4 * LANES) {
+        vf a0 = vload(out + i), a1 = vload(out + i + LANES), a2 = vload(out + i + 2 * LANES);
+        vf a3 = vload(out + i + 3 * LANES);
+        for (int t = 0; t < count; t++) {
+            vf w = vsplat(p[t]);
+            const float *v = values + (size_t)t * hd + i;
+            a0 += w * vload(v);
+            a1 += w * vload(v + LANES);
+            a2 += w * vload(v + 2 * LANES);
+            a3 += w * vload(v + 3 * LANES);
+        }
+        vstore(out + i, a0);
+        vstore(out + i + LANES, a1);
+        vstore(out + i + 2 * LANES, a2);
+        vstore(out + i + 3 * LANES, a3);
+    }
+    for (; i < hd; i += LANES) {
+        vf acc = vload(out + i);
+        for (int t = 0; t < count; t++) acc += vsplat(p[t]) * vload(values + (size_t)t * hd + i);
+        vstore(out + i, acc);
+    }
+}
+
 /* Attention of the query heads of KV head g (a GQA group) of row m over positions [t0, t1) of its
  * sequence, t0 a multiple of the block size. Each key and value is read once for the whole group.
  *
@@ -344,13 +381,30 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
             for (int i = 0; i < hd; i++) block[i * bs + (pos % bs)] = bf16_to_float(k_own[i]);
         }
         for (int j = 0; j < hpg; j++) {
-            for (int c = 0; c < bs; c += LANES) {
-                /* Four chains over the dimensions (added in a fixed order), so the adds overlap. */
+            /* Four chains over the dimensions (added in a fixed order), so the adds overlap; two
+             * vectors of positions at once where the block holds them, sharing each query value. */
+            float *out = scores + (size_t)j * span + b * bs;
+            int c = 0;
+            for (; c + 2 * LANES <= bs; c += 2 * LANES) {
+                vf lo[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+                vf hi[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+                for (int i = 0; i < hd; i += 4) {
+                    for (int r = 0; r < 4; r++) {
+                        vf x = vsplat(q[j][i + r]);
+                        const float *k_row = block + (i + r) * bs + c;
+                        lo[r] += x * vload(k_row);
+                        hi[r] += x * vload(k_row + LANES);
+                    }
+                }
+                vstore(out + c, ((lo[0] + lo[1]) + (lo[2] + lo[3])) * scale);
+                vstore(out + c + LANES, ((hi[0] + hi[1]) + (hi[2] + hi[3])) * scale);
+            }
+            for (; c < bs; c += LANES) {
                 vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
                 for (int i = 0; i < hd; i += 4) {
                     for (int r = 0; r < 4; r++) acc[r] += vsplat(q[j][i + r]) * vload(block + (i + r) * bs + c);
                 }
-                vstore(scores + (size_t)j * span + b * bs + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
+                vstore(out + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
             }
         }
     }
@@ -381,14 +435,7 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
         if (own && b == span / bs - 1) {
             for (int i = 0; i < hd; i++) block[(pos % bs) * hd + i] = bf16_to_float(v_own[i]);
         }
-        for (int j = 0; j < hpg; j++) {
-            const float *p = scores + (size_t)j * span + b * bs;
-            for (int i = 0; i < hd; i += LANES) {
-                vf acc = vload(out[j] + i);
-                for (int t = 0; t < count; t++) acc += vsplat(p[t]) * vload(block + t * hd + i);
-                vstore(out[j] + i, acc);
-            }
-        }
+        for (int j = 0; j < hpg; j++) weigh_values(out[j], scores + (size_t)j * span + b * bs, block, count, hd);
     }
     for (int j = 0; j < hpg; j++) {
         if (partial) {
