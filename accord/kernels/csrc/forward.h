@@ -209,8 +209,7 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
                     memcpy(&v, runs + (k * GROUP + c) * 4, sizeof v);
                     for (int j = 0; j < 4; j++) {
                         /* Byte j to the top, shifted as unsigned (a signed shift past the top is
-                         * undefined: without -fwrapv the compiler may drop the pair of shifts),
-                         * then back down with its sign. */
+                         * undefined behaviour), then back down with its sign. */
                         vi q = (vi)((vu)v << (24 - 8 * j)) >> 24;
                         vstore(out + (4 * k + j) * GROUP + c, __builtin_convertvector(q, vf) * d);
                     }
