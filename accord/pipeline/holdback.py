@@ -99,9 +99,14 @@ class MarkerSet:
             )
         return held
 
-    def find(self, text: str, start: int = 0) -> tuple[int, str]:
-        """What :func:`find_first` answers, in one regex search (a few times faster on a short text)."""
-        match = self.search(text, start)
+    def find(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
+        """What :func:`find_first` answers for ``text[start:end]``: one ``str.find`` for a single
+        marker, else one regex search (a few times faster than ``find_first`` on a short text)."""
+        if len(self.markers) == 1:
+            only = self.markers[0]
+            k = text.find(only, start, end)
+            return (k, only) if k >= 0 else (-1, "")
+        match = self.search(text, start, len(text) if end is None else end)
         return (-1, "") if match is None else (match.start(), match.group())
 
     def may_occur_in(self, text: str) -> bool:

@@ -11,9 +11,11 @@ GLM = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", 
 #: Markers that are prefixes of one another and share first characters, where ties are decided.
 NESTED = ("<a", "<ab", "<abc>", "[T", "[TOOL]", "b")
 
-marker_sets = st.sampled_from([GLM, NESTED, ("<think>", "</think>"), ("x",)])
+marker_sets = st.sampled_from([GLM, NESTED, ("<think>", "</think>"), ("x",), ("</tool_call>",)])
 # Texts made mostly of marker pieces, so markers, partial markers and near misses are common.
-pieces = st.sampled_from(["<", "/", "a", "b", "c", ">", "[", "T", "OOL]", "tool_call", "arg_", "value", " "])
+pieces = st.sampled_from(
+    ["<", "/", "a", "b", "c", ">", "[", "T", "OOL]", "tool_call", "</tool_call>", "arg_", "value", " "]
+)
 texts = st.lists(pieces | st.text(max_size=3), max_size=30).map("".join)
 
 
@@ -25,13 +27,14 @@ def _brute_first(text: str, markers: tuple[str, ...], start: int) -> tuple[int, 
     return -1, ""
 
 
-@given(marker_sets, texts, st.integers(0, 40))
+@given(marker_sets, texts, st.integers(0, 40), st.none() | st.integers(0, 40))
 def test_marker_set_find_is_the_earliest_and_longest_marker(
-    markers: tuple[str, ...], text: str, start: int
+    markers: tuple[str, ...], text: str, start: int, end: int | None
 ) -> None:
-    expected = _brute_first(text, markers, start)
-    assert MarkerSet(markers).find(text, start) == expected
-    assert find_first(text, markers, start) == expected
+    # Within text[start:end]: a marker that runs past ``end`` is not there.
+    expected = _brute_first(text[:end], markers, start)
+    assert MarkerSet(markers).find(text, start, end) == expected
+    assert find_first(text, markers, start, end) == expected
 
 
 @given(marker_sets, texts)
@@ -65,3 +68,10 @@ def test_partial_len_is_the_longest_held_suffix(markers: tuple[str, ...], text: 
 
 def test_empty_marker_set_finds_nothing() -> None:
     assert MarkerSet(()).find("<tool_call>") == (-1, "")
+
+
+def test_a_marker_that_runs_past_the_end_is_not_found() -> None:
+    for markers in (("</tool_call>",), GLM):
+        assert MarkerSet(markers).find("ab</tool_call>", 0, 8) == (-1, "")
+        assert MarkerSet(markers).find("ab</tool_call>", 0, 14) == (2, "</tool_call>")
+        assert find_first("ab</tool_call>", markers, 0, 8) == (-1, "")

@@ -142,7 +142,7 @@ class ToolBox:
         except KeyError:
             pass
         name = clean(raw_name) if clean is not None else raw_name
-        tool = resolve_tool_name(name.strip(), self.tools)
+        tool = resolve_tool_name(name, self.tools)
         if len(self._names) < _NAME_CACHE:
             self._names[raw_name] = tool
         return tool

@@ -86,10 +86,7 @@ class CallFormat:
 
 def resolve(raw_name: str, tools: Sequence[ToolSpec]) -> str | None:
     """The declared name (as offered) ``raw_name`` stands for, or ``None`` (SPEC P6)."""
-    for tool in tools:
-        if tool.name == raw_name:
-            return raw_name  # the usual case: a declared name as it stands
-    spec = resolve_tool_name(raw_name.strip(), tools)
+    spec = resolve_tool_name(raw_name, tools)
     return None if spec is None else spec.name
 
 

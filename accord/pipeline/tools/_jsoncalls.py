@@ -117,7 +117,6 @@ class JsonCallParser:
             fmt.hard_closers or fmt.fence or fmt.checks_payload_prefix
         )
         self._closer_memo: tuple[str | None, int, int, int, str] = (None, 0, 0, -1, "")
-        self._only_closer = fmt.closers[0] if len(fmt.closers) == 1 else ""
         self._checks_head = fmt.checks_payload_prefix
         self._tokens_only = fmt.section_markers_are_tokens
         self._mode = _TEXT
@@ -437,12 +436,7 @@ class JsonCallParser:
                 return k, closer  # the first closer after lo, so after j too, and before end
             if k < 0:
                 start = max(j, hi - self._end_max + 1)  # none in [lo, hi) but one ending past hi
-        only = self._only_closer
-        if only:  # the usual single closer: one str.find
-            k = buf.find(only, start, end)
-            closer = only if k >= 0 else ""
-        else:
-            k, closer = find_first(buf, self._fmt.closers, start, end)
+        k, closer = self._closer_set.find(buf, start, end)
         self._closer_memo = (buf, j, end, k, closer)
         return k, closer
 

@@ -23,10 +23,13 @@ def _unique(candidates: list[ToolSpec]) -> ToolSpec | None:
 
 
 def resolve_tool_name(raw: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
-    """The declared tool ``raw`` names, or ``None`` when it names none (or several)."""
+    """The declared tool ``raw`` names, or ``None`` when it names none (or several). Whitespace
+    around ``raw`` is not part of the name."""
     for tool in reversed(tools):  # the last of a repeated name, as the mapping below keeps it
         if tool.name == raw:
             return tool  # the common case, before any mapping is built
+    if (stripped := raw.strip()) != raw:
+        return resolve_tool_name(stripped, tools)
     if not tools:
         return None
     by_name = {t.name: t for t in tools}
