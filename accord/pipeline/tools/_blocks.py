@@ -28,16 +28,13 @@ from __future__ import annotations
 import enum
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from accord.pipeline.holdback import marker_set
 from accord.pipeline.segments import Content, ParsedSegment, ToolSpec
-from accord.pipeline.tools._schema import ArgumentTyper
-from accord.pipeline.tools.names import resolve_tool_name
+from accord.pipeline.tools.toolbox import ToolBox
 
-_MAX_NAME = 512
-_NAME_CACHE = 256
 _GROUP = 64
 
 
@@ -122,36 +119,6 @@ def skip_space(text: str, i: int) -> int:
     """The first position at or after ``i`` that is not whitespace (the layout between markers)."""
     match = _SPACE.match(text, i)
     return match.end() if match else i
-
-
-class ToolBox:
-    """The offered tools: name repair and one argument typer per tool, built on first use."""
-
-    def __init__(self, tools: Sequence[ToolSpec]) -> None:
-        self.tools = tuple(tools)
-        self._typers: dict[str, ArgumentTyper] = {}
-        self._names: dict[str, ToolSpec | None] = {}
-
-    def resolve(self, raw_name: str, clean: Callable[[str], str] | None = None) -> ToolSpec | None:
-        """The declared tool ``raw_name`` names (after ``clean``), remembered per raw name."""
-        # A "name" this long is prose or a runaway body; never scan it with the repair rules.
-        if len(raw_name) > _MAX_NAME:
-            return None
-        try:
-            return self._names[raw_name]
-        except KeyError:
-            pass
-        name = clean(raw_name) if clean is not None else raw_name
-        tool = resolve_tool_name(name, self.tools)
-        if len(self._names) < _NAME_CACHE:
-            self._names[raw_name] = tool
-        return tool
-
-    def typer(self, tool: ToolSpec) -> ArgumentTyper:
-        typer = self._typers.get(tool.name)
-        if typer is None:
-            typer = self._typers[tool.name] = ArgumentTyper(tool)
-        return typer
 
 
 class _Body:

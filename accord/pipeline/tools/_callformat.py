@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from accord.pipeline.segments import Content, ToolCall, ToolSpec
+from accord.pipeline.segments import Content, ToolCall
 from accord.pipeline.tools._jsonscan import UNDECODED
-from accord.pipeline.tools.names import resolve_tool_name
+from accord.pipeline.tools.toolbox import ToolBox
 
 #: How much of a payload's start ``CallFormat.payload_prefix_ok`` sees at most.
 HEAD_LEN = 64
@@ -59,9 +58,7 @@ class CallFormat:
         del head
         return True
 
-    def shown_instead(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
-    ) -> Content | None:
+    def shown_instead(self, opener: str, header: str, payload: str | None, tools: ToolBox) -> Content | None:
         """What a complete block that :meth:`calls` refused shows instead of its markup.
 
         ``None`` (the default): its markup is released as text and read again.
@@ -74,7 +71,7 @@ class CallFormat:
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         """The calls one complete block stands for; ``None`` (or none) releases it as text.
@@ -84,9 +81,9 @@ class CallFormat:
         raise NotImplementedError
 
 
-def resolve(raw_name: str, tools: Sequence[ToolSpec]) -> str | None:
+def resolve(raw_name: str, tools: ToolBox) -> str | None:
     """The declared name (as offered) ``raw_name`` stands for, or ``None`` (SPEC P6)."""
-    spec = resolve_tool_name(raw_name, tools)
+    spec = tools.resolve(raw_name)
     return None if spec is None else spec.name
 
 

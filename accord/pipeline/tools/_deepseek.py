@@ -29,6 +29,7 @@ from accord.pipeline.tools.markup import (
     DEEPSEEK_SECTION_END,
     DEEPSEEK_SEP,
 )
+from accord.pipeline.tools.toolbox import ToolBox
 
 SECTION_BEGIN = DEEPSEEK_SECTION_BEGIN
 SECTION_END = DEEPSEEK_SECTION_END
@@ -53,7 +54,7 @@ class DeepSeekFormat(CallFormat):
         self._header = header
         self.header_only = header_only
 
-    def _named(self, header: str, tools: Sequence[ToolSpec]) -> str | None:
+    def _named(self, header: str, tools: ToolBox) -> str | None:
         m = self._header.fullmatch(header)
         return None if m is None else resolve(m.group("name"), tools)
 
@@ -62,7 +63,7 @@ class DeepSeekFormat(CallFormat):
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         name = self._named(header, tools)

@@ -27,6 +27,7 @@ from accord.pipeline.tools import register
 from accord.pipeline.tools._callformat import CallFormat, resolve
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, is_object
+from accord.pipeline.tools.toolbox import ToolBox
 
 START = "<|start|>"
 CHANNEL = "<|channel|>"
@@ -71,7 +72,7 @@ class HarmonyFormat(CallFormat):
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         pattern = _HEADER_AFTER_START if opener == START else _HEADER_AFTER_CHANNEL
@@ -93,9 +94,7 @@ class HarmonyFormat(CallFormat):
             return None
         return [ToolCall(name=name, arguments=payload)]
 
-    def shown_instead(
-        self, opener: str, header: str, payload: str | None, tools: Sequence[ToolSpec]
-    ) -> Content | None:
+    def shown_instead(self, opener: str, header: str, payload: str | None, tools: ToolBox) -> Content | None:
         """A complete message to a recipient that names no declared tool: its body, as commentary."""
         m = _HEAD_AND_BODY.fullmatch(header)
         if m is None:

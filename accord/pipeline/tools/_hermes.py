@@ -17,10 +17,11 @@ from typing import Any
 
 from accord.pipeline.segments import ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools._callformat import CallFormat, resolve
+from accord.pipeline.tools._callformat import CallFormat
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, arguments_text, object_members, value_at
 from accord.pipeline.tools.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from accord.pipeline.tools.toolbox import ToolBox
 
 #: A wrapper as models lay it out, with or without spaces: name first (Qwen's templates, and
 #: ``json.dumps`` of ``{"name", "arguments"}``), up to the arguments' value; or arguments first, the
@@ -31,9 +32,7 @@ _ARGUMENTS_FIRST = re.compile(r'\{"arguments": ?')
 _NAME_LAST = re.compile(r', ?"name": ?"([^"\\\x00-\x1f]*)"[ \t\r\n]*\}[ \t\r\n]*')
 
 
-def wrapper_call(
-    payload: str, tools: Sequence[ToolSpec], *, call_id_key: str | None = None
-) -> ToolCall | None:
+def wrapper_call(payload: str, tools: ToolBox, *, call_id_key: str | None = None) -> ToolCall | None:
     """One call from a ``{"name": …, "arguments"|"parameters": …}`` object, or ``None``.
 
     The two usual layouts are read with one C decode, of the arguments: the name needs no escape,
@@ -61,7 +60,7 @@ def wrapper_call(
 
 
 def call_from_members(
-    members: dict[str, tuple[object, str]], tools: Sequence[ToolSpec], *, call_id_key: str | None = None
+    members: dict[str, tuple[object, str]], tools: ToolBox, *, call_id_key: str | None = None
 ) -> ToolCall | None:
     name_member = members.get("name")
     if name_member is None or not isinstance(name_member[0], str):
@@ -75,12 +74,15 @@ def call_from_members(
 
 
 def _call(
-    raw_name: str, arguments: tuple[object, str] | None, tools: Sequence[ToolSpec], call_id: str | None = None
+    raw_name: str, arguments: tuple[object, str] | None, tools: ToolBox, call_id: str | None = None
 ) -> ToolCall | None:
     """The call of a declared name with arguments that are an object, or ``None``."""
-    name = resolve(raw_name, tools)
-    text = None if name is None else arguments_text(arguments)
-    return None if name is None or text is None else ToolCall(name=name, arguments=text, call_id=call_id)
+    tool = tools.resolve(raw_name)
+    if tool is None:
+        return None
+    # An object is taken as written (``arguments_text``'s first case, without its call).
+    text = arguments[1] if arguments is not None and type(arguments[0]) is dict else arguments_text(arguments)
+    return None if text is None else ToolCall(name=tool.name, arguments=text, call_id=call_id)
 
 
 class HermesFormat(CallFormat):
@@ -95,7 +97,7 @@ class HermesFormat(CallFormat):
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         if payload is None:

@@ -80,6 +80,7 @@ from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools._callformat import HEAD_LEN, CallFormat
 from accord.pipeline.tools._jsonscan import IN_STRING, INVALID, MORE, JsonScanner, decode_at
 from accord.pipeline.tools._jsonstate import Call, Mode, Payload, Tail, TextOut, skip_ws
+from accord.pipeline.tools.toolbox import ToolBox
 
 _TEXT, _HEADER, _PAYLOAD, _TAIL = Mode.TEXT, Mode.HEADER, Mode.PAYLOAD, Mode.TAIL
 
@@ -95,7 +96,7 @@ class JsonCallParser:
 
     def __init__(self, fmt: CallFormat, tools: Sequence[ToolSpec]) -> None:
         self._fmt = fmt
-        self._tools = tuple(tools)
+        self._tools = ToolBox(tools)
         self._openers = fmt.openers
         self._text_markers = (*fmt.openers, *fmt.section_begins, *fmt.section_ends)
         self._text_set = marker_set(self._text_markers)

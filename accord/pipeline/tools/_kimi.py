@@ -29,6 +29,7 @@ from accord.pipeline.tools.markup import (
     KIMI_SECTION_BEGINS,
     KIMI_SECTION_ENDS,
 )
+from accord.pipeline.tools.toolbox import ToolBox
 
 ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
 _HEADER = re.compile(r"\s*(?P<id>[^\s<>{}]+)\s*" + re.escape(ARGUMENT_BEGIN) + r"\s*")
@@ -45,7 +46,7 @@ class KimiFormat(CallFormat):
     header_only = True
 
     @staticmethod
-    def _named(header: str, tools: Sequence[ToolSpec]) -> tuple[str, str] | None:
+    def _named(header: str, tools: ToolBox) -> tuple[str, str] | None:
         """The declared name and the model's id a header stands for."""
         m = _HEADER.fullmatch(header)
         if m is None:
@@ -60,7 +61,7 @@ class KimiFormat(CallFormat):
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         named = self._named(header, tools)

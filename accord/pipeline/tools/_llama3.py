@@ -19,6 +19,7 @@ from accord.pipeline.tools._callformat import CallFormat
 from accord.pipeline.tools._hermes import call_from_members
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, object_members
+from accord.pipeline.tools.toolbox import ToolBox
 
 _FIRST_KEYS = frozenset({"name", "type"})
 _KEY = re.compile(r'\{[ \t\r\n]*"([^"\\]*)"')
@@ -44,7 +45,7 @@ class Llama3Format(CallFormat):
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         if payload is None:

@@ -25,6 +25,7 @@ from accord.pipeline.tools._hermes import call_from_members, wrapper_call
 from accord.pipeline.tools._jsoncalls import JsonCallParser
 from accord.pipeline.tools._jsonscan import UNDECODED, array_elements, is_object, object_members
 from accord.pipeline.tools.markup import MISTRAL_TOOL_CALLS
+from accord.pipeline.tools.toolbox import ToolBox
 
 _V11_HEADER = re.compile(
     r"\s*(?P<name>[^\s\[\]{}]+?)\s*(?:\[CALL_ID\]\s*(?P<id>[^\s\[\]{}]+)\s*)?(?:\[ARGS\]\s*)?"
@@ -38,7 +39,7 @@ class MistralFormat(CallFormat):
     header_cap = 128
 
     @staticmethod
-    def _v11(header: str, tools: Sequence[ToolSpec]) -> tuple[str, str | None] | None:
+    def _v11(header: str, tools: ToolBox) -> tuple[str, str | None] | None:
         """The declared name and the model's id a v11 header stands for."""
         m = _V11_HEADER.fullmatch(header)
         if m is None:
@@ -51,7 +52,7 @@ class MistralFormat(CallFormat):
         opener: str,
         header: str,
         payload: str | None,
-        tools: Sequence[ToolSpec],
+        tools: ToolBox,
         decoded: Any = UNDECODED,
     ) -> list[ToolCall] | None:
         if payload is None:
@@ -66,7 +67,7 @@ class MistralFormat(CallFormat):
             return None if call is None else [call]
         return self._list(payload, tools)
 
-    def _list(self, payload: str, tools: Sequence[ToolSpec]) -> list[ToolCall] | None:
+    def _list(self, payload: str, tools: ToolBox) -> list[ToolCall] | None:
         elements = array_elements(payload)
         if not elements:
             return None

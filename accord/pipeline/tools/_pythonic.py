@@ -34,7 +34,7 @@ from typing import Any
 
 from accord.pipeline.segments import Content, ParsedSegment, ToolCall, ToolSpec
 from accord.pipeline.tools import register
-from accord.pipeline.tools.names import resolve_tool_name
+from accord.pipeline.tools.toolbox import ToolBox
 
 _HEAD = re.compile(r"\[\s*[A-Za-z_][A-Za-z0-9_.]*\s*\(")
 _MAY_GROW = re.compile(r"\[\s*(?:[A-Za-z_][A-Za-z0-9_.]*\s*)?")
@@ -58,7 +58,7 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-def parse_call_list(text: str, tools: Sequence[ToolSpec]) -> list[ParsedSegment] | None:
+def parse_call_list(text: str, tools: ToolBox) -> list[ParsedSegment] | None:
     """The calls ``text`` (a whole ``[…]`` list) stands for; ``None`` unless every one is valid."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
@@ -71,7 +71,7 @@ def parse_call_list(text: str, tools: Sequence[ToolSpec]) -> list[ParsedSegment]
         if not isinstance(node, ast.Call) or node.args:
             return None
         name = _dotted(node.func)
-        tool = None if name is None else resolve_tool_name(name, tools)
+        tool = None if name is None else tools.resolve(name)
         if tool is None:
             return None
         arguments: dict[str, Any] = {}
@@ -94,7 +94,7 @@ class PythonicToolParser:
     """A ``ToolCallParser`` for Llama 3.x pythonic call lists."""
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
-        self._tools = tuple(tools)
+        self._tools = ToolBox(tools)
         self._mode = _Mode.LEAD
         self._held: list[str] = []
         self._head = ""  # the candidate's start, while it is checked
