@@ -44,6 +44,10 @@ class ParseStage:
         self._ended = False
         # The splitter passes everything on unread from here: it is skipped.
         self._direct = splitter.verbatim
+        # Direct, and the last text released was not reasoning: nothing can count as reasoning
+        # any more (only a reasoning segment or the end with reasoning last would), so each
+        # delta is only counted and parsed.
+        self._settled = self._direct
 
     def feed(self, event: GenerationOutput) -> list[ParsedSegment | End]:
         if self._ended:
@@ -55,10 +59,13 @@ class ParseStage:
         if type(event) is Chunk:
             tokens = len(event.token_ids)
             self._output_tokens += tokens
+            if self._settled:
+                return self._parse_tools(event.text)  # type: ignore[return-value]
             if self._direct:
                 routed = self._parse_tools(event.text)
                 if routed:
                     self._count_answer(tokens, routed)
+                    self._settled = not self._last_was_reasoning
                 else:
                     self._pending_tokens += tokens  # what _count_answer does for nothing released
                 return routed  # type: ignore[return-value]
