@@ -18,9 +18,11 @@ ALWAYS __m256i broadcast4(const int8_t *x) {
 /* Eight rows of a group (half h) against mt activation rows.
  *
  * Four-bit weights: maddubs multiplies unsigned weights by signed activations and adds pairs into 16
- * bits; a block's eight runs are summed in 16 bits (at most 8 * 2 * 15 * 127 = 30480, no overflow) and
- * widened once. Q8_0's weights are signed, so each run moves their sign onto the activations
- * (|w| * sign(x, w)) and is widened on its own (a pair may reach 2 * 128 * 127). */
+ * bits. Each run of 32 weight bytes is unpacked once and multiplied with every row of the tile, so a
+ * row keeps one 16-bit sum per block (at most 8 * 2 * 15 * 127 = 30480 whatever the order of the
+ * adds, so it is exact) and only the tile's sums, accumulators and the run in hand stay in registers.
+ * Q8_0's weights are signed, so each run moves their sign onto the activations (|w| * sign(x, w)) and
+ * is widened on its own (a pair may reach 2 * 128 * 127). */
 ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts *a, int m0, const int mt, int h,
                       float *res) {
     size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
@@ -30,43 +32,45 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
     for (int t = 0; t < mt; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb + h * 32;
+        __m256i sum[TILE];
+        if (kind == KIND_Q8_0) {
+            __m256i w[8];
+            for (int k = 0; k < 8; k++) w[k] = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < mt; t++) {
+                const int8_t *x = a->q + (size_t)(m0 + t) * a->cols + b * QBLOCK;
+                sum[t] = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) {
+                    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(broadcast4(x + 4 * k), w[k]));
+                    sum[t] = _mm256_add_epi32(sum[t], _mm256_madd_epi16(p, ones));
+                }
+            }
+        } else {
+            const int8_t *x = a->q + (size_t)m0 * a->cols + b * QBLOCK;
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < 4; k++) {
+                __m256i raw = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
+                __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+                _Pragma("GCC unroll 4")
+                for (int t = 0; t < mt; t++) {
+                    const int8_t *xt = x + (size_t)t * a->cols;
+                    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(xt + 4 * k)),
+                                                 _mm256_maddubs_epi16(hi, broadcast4(xt + 4 * k + 16)));
+                    sum[t] = k == 0 ? p : _mm256_add_epi16(sum[t], p);
+                }
+            }
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < mt; t++) sum[t] = _mm256_madd_epi16(sum[t], ones);
+        }
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + h * 16)));
         __m256 m = kind == KIND_Q4_1 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 2 * GROUP + h * 16)))
                    : kind == KIND_Q4_0 ? _mm256_mul_ps(d, _mm256_set1_ps(-8.0f))
                                        : _mm256_setzero_ps();
-        __m256i w[8];
-        if (kind == KIND_Q8_0) {
-            for (int k = 0; k < 8; k++) w[k] = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
-        } else {
-            for (int k = 0; k < 4; k++) {
-                __m256i raw = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
-                w[k] = _mm256_and_si256(raw, low);
-                w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-            }
-        }
         _Pragma("GCC unroll 4")
         for (int t = 0; t < mt; t++) {
             int row = m0 + t;
-            const int8_t *x = a->q + (size_t)row * a->cols + b * QBLOCK;
-            __m256i sum;
-            if (kind == KIND_Q8_0) {
-                sum = _mm256_setzero_si256();
-                for (int k = 0; k < 8; k++) {
-                    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(broadcast4(x + 4 * k), w[k]));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
-                }
-            } else {
-                /* Two chains of four 16-bit sums (exact: the order does not change them). */
-                __m256i even = _mm256_maddubs_epi16(w[0], broadcast4(x));
-                __m256i odd = _mm256_maddubs_epi16(w[1], broadcast4(x + 4));
-                for (int k = 2; k < 8; k += 2) {
-                    even = _mm256_add_epi16(even, _mm256_maddubs_epi16(w[k], broadcast4(x + 4 * k)));
-                    odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(w[k + 1], broadcast4(x + 4 * k + 4)));
-                }
-                sum = _mm256_madd_epi16(_mm256_add_epi16(even, odd), ones);
-            }
             __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a->d[(size_t)row * nb + b]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), scale, acc[t]);
             acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(a->s[(size_t)row * nb + b]), acc[t]);
         }
     }
