@@ -9,6 +9,12 @@
 #define LANES 8
 #include "vec.h"
 
+/* An empty asm that takes v in a vector register and gives it back: the compiler cannot regroup the
+ * adds into v across it. Without it GCC 12 turns each row's chain of adds into a tree, whose many
+ * partial products do not fit in sixteen registers and go through the stack (integer adds are exact, so
+ * either order gives the same sums). */
+#define KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
+
 ALWAYS __m256i broadcast4(const int8_t *x) {
     int32_t v;
     memcpy(&v, x, sizeof v);
@@ -20,9 +26,10 @@ ALWAYS __m256i broadcast4(const int8_t *x) {
  * Four-bit weights: maddubs multiplies unsigned weights by signed activations and adds pairs into 16
  * bits. Each run of 32 weight bytes is unpacked once and multiplied with every row of the tile, so a
  * row keeps one 16-bit sum per block (at most 8 * 2 * 15 * 127 = 30480 whatever the order of the
- * adds, so it is exact) and only the tile's sums, accumulators and the run in hand stay in registers.
- * Q8_0's weights are signed, so each run moves their sign onto the activations (|w| * sign(x, w)) and
- * is widened on its own (a pair may reach 2 * 128 * 127). */
+ * adds, so it is exact) and only the tile's sums, accumulators and the run in hand are live: with
+ * KEEP_IN_REGISTER, all of them fit in registers. Q8_0's weights are signed, so each run moves their
+ * sign onto the activations (|w| * sign(x, w)) and is widened on its own (a pair may reach
+ * 2 * 128 * 127), in the same order, run outermost. */
 ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts *a, int m0, const int mt, int h,
                       float *res) {
     size_t gb = group_block_bytes(kind), sb = scales_bytes(kind);
@@ -33,20 +40,20 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb + h * 32;
         __m256i sum[TILE];
+        const int8_t *x = a->q + (size_t)m0 * a->cols + b * QBLOCK;
         if (kind == KIND_Q8_0) {
-            __m256i w[8];
-            for (int k = 0; k < 8; k++) w[k] = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
-            _Pragma("GCC unroll 4")
-            for (int t = 0; t < mt; t++) {
-                const int8_t *x = a->q + (size_t)(m0 + t) * a->cols + b * QBLOCK;
-                sum[t] = _mm256_setzero_si256();
-                for (int k = 0; k < 8; k++) {
-                    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(broadcast4(x + 4 * k), w[k]));
-                    sum[t] = _mm256_add_epi32(sum[t], _mm256_madd_epi16(p, ones));
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 8; k++) {
+                __m256i w = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4)), wa = _mm256_abs_epi8(w);
+                _Pragma("GCC unroll 4")
+                for (int t = 0; t < mt; t++) {
+                    __m256i xk = broadcast4(x + (size_t)t * a->cols + 4 * k);
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(xk, w)), ones);
+                    sum[t] = k == 0 ? p : _mm256_add_epi32(sum[t], p);
+                    KEEP_IN_REGISTER(sum[t]);
                 }
             }
         } else {
-            const int8_t *x = a->q + (size_t)m0 * a->cols + b * QBLOCK;
             _Pragma("GCC unroll 4")
             for (int k = 0; k < 4; k++) {
                 __m256i raw = _mm256_loadu_si256((const __m256i *)(runs + k * GROUP * 4));
@@ -57,6 +64,7 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
                     __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(xt + 4 * k)),
                                                  _mm256_maddubs_epi16(hi, broadcast4(xt + 4 * k + 16)));
                     sum[t] = k == 0 ? p : _mm256_add_epi16(sum[t], p);
+                    KEEP_IN_REGISTER(sum[t]);
                 }
             }
             _Pragma("GCC unroll 4")
