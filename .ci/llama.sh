@@ -13,8 +13,20 @@
 # GGML_NATIVE=ON compiles for the build machine's own instruction set, so the binaries do not run on
 # an older CPU (an AVX-512 build stops with SIGILL on an AVX2-only one). A cache directory can outlive
 # the CPU it was built on (a home directory shared between machines, a virtual machine started on
-# another host model), so <isa> is a short hash of the instruction-set flags /proc/cpuinfo lists: a
-# build is reused only on a CPU with the same ones.
+# another host model), so <isa> is a short hash of the instruction-set flags /proc/cpuinfo lists (and
+# of the extra compiler flags below, where there are any): a build is reused only on a CPU with the
+# same flags, built the same way.
+#
+# On a CPU with AMX (Sapphire Rapids on), GCC 12's _tile_loadconfig tells the compiler that it reads
+# only the first 8 bytes of the 64-byte tile configuration (its asm operand is a pointer's worth of
+# memory), so the optimiser drops the stores of the tile rows and widths that llama.cpp's AMX kernels
+# make before loading it, and the first tile instruction stops with SIGILL. Seen on a Xeon with AMX
+# (family 6 model 207): llama-bench died in tilezero on a prompt of two tokens, and all 7 llama-server
+# tests failed. llama.cpp pull request 26954 reports the same crash. Keeping dead stores in the C++
+# sources (-fno-tree-dse -fno-dse) keeps those stores, and the AMX kernels run. They are llama.cpp's
+# fastest path there, so the comparison keeps them rather than building without AMX: in one run,
+# 128-token decode 187-189 tok/s with this build, 78-81 without AMX, 189-193 for the plain build
+# (whose decode does not reach the crash); a 512-token prompt 775-1127 tok/s against 211 without AMX.
 #
 # Network features are off: no libcurl, no OpenSSL, no web UI download from the model hub; the server
 # only ever loads a local GGUF given with -m.
@@ -26,8 +38,13 @@ python="${PYTHON:-python3}"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/accord"
 # The flags that decide what -march=native compiles: the vector, FMA, half-float and bit-manipulation
 # extensions (sse*, ssse3, avx*, amx*, fma*, f16c, bmi*).
-isa="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | tr ' ' '\n' \
-    | (grep -E '^(sse|ssse3|avx|amx|fma|f16c|bmi)' || true) | LC_ALL=C sort | sha256sum | cut -c1-12)"
+isa_flags="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | tr ' ' '\n' \
+    | (grep -E '^(sse|ssse3|avx|amx|fma|f16c|bmi)' || true) | LC_ALL=C sort)"
+extra=()
+if grep -qx amx_tile <<<"$isa_flags"; then
+    extra=("-DCMAKE_CXX_FLAGS=-fno-tree-dse -fno-dse")
+fi
+isa="$(printf '%s\n' "$isa_flags" "${extra[@]}" | sha256sum | cut -c1-12)"
 prefix="$cache_root/llama.cpp-$version-$isa"
 bin="$prefix/bin"
 
@@ -66,7 +83,8 @@ trap 'rm -rf "$work"' EXIT
         -DLLAMA_BUILD_UI=OFF \
         -DLLAMA_USE_PREBUILT_UI=OFF \
         -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_EXAMPLES=OFF
+        -DLLAMA_BUILD_EXAMPLES=OFF \
+        "${extra[@]}"
     cmake --build "$work/build" --config Release -j"$jobs" --target llama-server llama-bench
 
     mkdir -p "$prefix.tmp/bin"
