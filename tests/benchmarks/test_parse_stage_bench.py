@@ -45,6 +45,8 @@ STREAM_TARGET = 3.0
 #: stage that rescans what it consumed (quadratic: about 100).
 LINEAR_TARGET = 11.0
 LINEAR_LIMIT = 20.0
+#: Rounds of the throughput test; in each, every size is streamed once and parsed whole a few times.
+ROUNDS = 5
 
 TOOLS = (
     ToolSpec(
@@ -183,22 +185,34 @@ def _cpu(run: Callable[[], object], repeat: int) -> float:
 @pytest.mark.parametrize("family", ["glm47", "hermes"])
 def test_parse_stage_throughput_and_linearity(family: str) -> None:
     """ParseStage streams linearly and its segments are the ground truth at every size."""
-    streamed: dict[int, float] = {}
     print(f"\nparse stage, {family}, {DELTA}-character deltas (target >= {STREAM_TARGET} MB/s streamed)")
+    cases: dict[int, tuple[str, list[Chunk]]] = {}
     for size in SIZES:
         truth = build(family, size)
         text = truth.output
         deltas = [Chunk(text=text[i : i + DELTA], token_ids=(0,)) for i in range(0, len(text), DELTA)]
         check(truth, _run(family, deltas), DELTA)
         check(truth, _run(family, [Chunk(text=text, token_ids=(0,))]))
-        whole_text = [Chunk(text=text, token_ids=(0,))]
-        seconds = _cpu(lambda d=deltas: _time_run(family, d), 5 if size < 1000 * KB else 3)  # type: ignore[misc]
-        whole = _cpu(lambda w=whole_text: _time_run(family, w), whole_repeat(size))  # type: ignore[misc]
-        streamed[size] = seconds / len(text)
+        cases[size] = (text, deltas)
+    # The sizes take turns, round after round, and each keeps its best: a change in the machine's
+    # speed while the test runs (seen: twice as slow for a minute on a shared 2-core guest) then falls
+    # on every size alike instead of on the ratio between the first size and the last.
+    seconds = dict.fromkeys(SIZES, float("inf"))
+    whole = dict.fromkeys(SIZES, float("inf"))
+    for _ in range(ROUNDS):
+        for size, (text, deltas) in cases.items():
+            whole_text = [Chunk(text=text, token_ids=(0,))]
+            run = _cpu(lambda d=deltas: _time_run(family, d), 1)  # type: ignore[misc]
+            seconds[size] = min(seconds[size], run)
+            run = _cpu(lambda w=whole_text: _time_run(family, w), whole_repeat(size) // 2)  # type: ignore[misc]
+            whole[size] = min(whole[size], run)
+    streamed: dict[int, float] = {}
+    for size, (text, deltas) in cases.items():
+        streamed[size] = seconds[size] / len(text)
         mb = len(text.encode()) / 1e6
         print(
-            f"  {len(text) / 1000:7.0f} KB: streamed {mb / seconds:6.2f} MB/s "
-            f"({seconds / len(deltas) * 1e6:5.2f} us/delta), whole {mb / whole:6.2f} MB/s"
+            f"  {len(text) / 1000:7.0f} KB: streamed {mb / seconds[size]:6.2f} MB/s "
+            f"({seconds[size] / len(deltas) * 1e6:5.2f} us/delta), whole {mb / whole[size]:6.2f} MB/s"
         )
     ratio = streamed[SIZES[-1]] / streamed[SIZES[0]] * 10
     print(f"  1 MB / 100 KB cost ratio: {ratio:.2f} (target {LINEAR_TARGET}, asserted {LINEAR_LIMIT})")
