@@ -142,6 +142,25 @@ def test_a_precise_product_is_the_float_product_of_the_exact_weights(isa: int, k
     assert torch.equal(alone[0], got[3])
 
 
+@ISAS
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_a_group_s_float_products_are_the_same_alone_and_beside_another(isa: int, kind: QuantKind) -> None:
+    """Prompt rows meet the weights a group of 16 rows at a time, and the AVX-512 kernels take two groups
+    at once; a group's numbers must not depend on that. 48 rows on one thread are a pair of groups and
+    one alone; each slice of 16 multiplied on its own is one group alone."""
+    raw = blocks(kind, 48, 256, seed=3)
+    x = torch.randn(11, 256, generator=torch.Generator().manual_seed(8))
+    before = _decode_threads()
+    decode.set_threads(1)
+    try:
+        whole = PackedLinear(raw, kind).matmul(x, isa=isa, precise=True)
+        for start in (0, 16, 32):
+            part = PackedLinear(raw[start : start + 16].clone(), kind).matmul(x, isa=isa, precise=True)
+            assert torch.equal(whole[:, start : start + 16], part)
+    finally:
+        decode.set_threads(before)
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 def test_every_instruction_set_gives_the_baseline_s_numbers(kind: QuantKind) -> None:
     """Integer sums are exact on every path; only the order of float additions differs."""

@@ -7,6 +7,7 @@
  *   group_dots()  the dot products of one group of GROUP weight rows with up to TILE activation rows
  *
  *   group_float_dots()  the same in float32 against a group unpacked to float32
+ * and may define PAIRED_FLOAT_DOTS with float_dots2(), the float32 products of two groups at once.
  *
  * Strategy. The weights are read once per step in the packed layout (common.h): each group of rows is
  * multiplied with every activation row of the step while it is in cache. Two kinds of step:
@@ -118,6 +119,15 @@ static TARGET void group_float_dots(const float *wf, int cols, const float *x, s
 #define FLOAT_DOTS(n) float_dots(wf, cols, x, xstride, m0, n, res)
     BY_TILE(FLOAT_DOTS)
 }
+
+#ifdef PAIRED_FLOAT_DOTS
+/* Two groups at once (wf and wf2, results in res and res2): each activation value read serves both. */
+static TARGET void group_float_dots2(const float *wf, const float *wf2, int cols, const float *x, size_t xstride,
+                                     int m0, int mt, float *res, float *res2) {
+#define FLOAT_DOTS2(n) float_dots2(wf, wf2, cols, x, xstride, m0, n, res, res2)
+    BY_TILE(FLOAT_DOTS2)
+}
+#endif
 
 /* Groups of `w` are claimed CLAIM at a time (pool_claim): few enough claims that their cost is lost in
  * the products, small enough that the last claims even out. */
@@ -238,11 +248,33 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
 }
 
 /* This member's share of out[m][r] (+)= w[r] . x[m] in float32 (x rows `xstride` apart); `wf` is the
- * member's own scratch of cols * GROUP floats. */
+ * member's own scratch of 2 * cols * GROUP floats. Where the instruction set multiplies two groups at
+ * once (PAIRED_FLOAT_DOTS: one vector holds a group's row of weights, so a pair lets each activation
+ * value read serve two multiply-adds), groups are claimed and unpacked two at a time. Each output
+ * value still takes the same sequence of multiply-adds, so the numbers are those of one at a time. */
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
                                size_t ostride, int accumulate, float *wf, int ith, int nth) {
     float res[TILE * GROUP];
     claims c = claim_groups(w, ith, nth);
+#ifdef PAIRED_FLOAT_DOTS
+    float res2[TILE * GROUP], *wf2 = wf + (size_t)w->cols * GROUP;
+    for (int g; (g = next_group(&c)) >= 0;) {
+        int g2 = next_group(&c);
+        unpack_group(w, g, wf);
+        if (g2 >= 0) unpack_group(w, g2, wf2);
+        for (int m0 = 0; m0 < rows; m0 += TILE) {
+            int mt = rows - m0 < TILE ? rows - m0 : TILE;
+            if (g2 >= 0) {
+                group_float_dots2(wf, wf2, w->cols, x, xstride, m0, mt, res, res2);
+                put(w, g2, res2, m0, mt, out, ostride, accumulate);
+            } else {
+                group_float_dots(wf, w->cols, x, xstride, m0, mt, res);
+            }
+            put(w, g, res, m0, mt, out, ostride, accumulate);
+        }
+    }
+    return;
+#endif
     for (int g; (g = next_group(&c)) >= 0;) {
         unpack_group(w, g, wf);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
@@ -262,7 +294,7 @@ static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {
 
 static TARGET void NAME(float_product_task)(void *ctx, int ith, int nth) {
     product *p = ctx;
-    float *wf = p->scratch + (size_t)ith * p->w->cols * GROUP;
+    float *wf = p->scratch + (size_t)ith * 2 * p->w->cols * GROUP;
     float_product_part(p->w, p->x, (size_t)p->w->cols, p->rows, p->out, (size_t)p->w->rows, 0, wf, ith, nth);
 }
 
@@ -548,7 +580,7 @@ INLINE void project(const step *s, const qmatrix *w, const float *in, float *out
                     int ith, int nth) {
     const model *md = s->m;
     if (s->precise) {
-        float *wf = md->unpacked + (size_t)ith * md->widest * GROUP;
+        float *wf = md->unpacked + (size_t)ith * 2 * md->widest * GROUP;
         float_product_part(w, in, (size_t)w->cols, s->rows, out, ostride, accumulate, wf, ith, nth);
     } else {
         qacts a = step_acts(md, w->cols);

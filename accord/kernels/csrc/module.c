@@ -235,7 +235,7 @@ static int reserve(model *m, int rows, int n_logits, int nth) {
         grow((void **)&m->attn, nr * m->n_heads * m->head_dim * f) ||
         grow((void **)&m->gu, nr * 2 * m->n_ff * f) || grow((void **)&m->hidden, (size_t)lr * m->dim * f) ||
         grow((void **)&m->scores, (size_t)t * SCORE_STRIDE(m) * f) ||
-        grow((void **)&m->unpacked, (size_t)t * wide * GROUP * f)) {
+        grow((void **)&m->unpacked, (size_t)t * 2 * wide * GROUP * f)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -507,7 +507,7 @@ static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     int nth = pool_threads();
     void *q = NULL, *d = NULL, *s = NULL, *scratch = NULL;
     if (precise) {
-        scratch = malloc((size_t)nth * w.cols * GROUP * sizeof(float));
+        scratch = malloc((size_t)nth * 2 * w.cols * GROUP * sizeof(float));
     } else {
         q = malloc((size_t)rows * w.cols);
         d = malloc((size_t)rows * nb * sizeof(float));
