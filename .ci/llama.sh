@@ -29,7 +29,8 @@
 # sources (-fno-tree-dse -fno-dse) keeps those stores, and the AMX kernels run. They are llama.cpp's
 # fastest path there, so the comparison keeps them rather than building without AMX: in one run,
 # 128-token decode 187-189 tok/s with this build, 78-81 without AMX, 189-193 for the plain build
-# (whose decode does not reach the crash); a 512-token prompt 775-1127 tok/s against 211 without AMX.
+# (whose decode does not reach the crash); a 512-token prompt 740-1127 tok/s over eight runs of this
+# build, 211 in one run without AMX.
 #
 # Network features are off: no libcurl, no OpenSSL, no web UI download from the model hub; the server
 # only ever loads a local GGUF given with -m.

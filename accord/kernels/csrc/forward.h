@@ -7,7 +7,7 @@
  *   group_dots()  the dot products of one group of GROUP weight rows with up to TILE activation rows
  *
  *   group_float_dots()  the same in float32 against a group unpacked to float32
- * and may define PAIRED_FLOAT_DOTS with float_dots2(), the float32 products of two groups at once.
+ * and may define float_dots2(), the float32 products of two groups at once, with PAIRED_FLOAT_DOTS 1.
  *
  * Strategy. The weights are read once per step in the packed layout (common.h): each group of rows is
  * multiplied with every activation row of the step while it is in cache. Two kinds of step:
@@ -120,14 +120,23 @@ static TARGET void group_float_dots(const float *wf, int cols, const float *x, s
     BY_TILE(FLOAT_DOTS)
 }
 
-#ifdef PAIRED_FLOAT_DOTS
+#ifndef PAIRED_FLOAT_DOTS
+/* Where the instruction set does not pair groups, float_product_part() never takes two at once; this
+ * definition (one group, then the other: the same numbers) only keeps its one loop compiling. */
+#define PAIRED_FLOAT_DOTS 0
+INLINE void float_dots2(const float *wf, const float *wf2, int cols, const float *x, size_t xstride, int m0,
+                        const int mt, float *res, float *res2) {
+    float_dots(wf, cols, x, xstride, m0, mt, res);
+    float_dots(wf2, cols, x, xstride, m0, mt, res2);
+}
+#endif
+
 /* Two groups at once (wf and wf2, results in res and res2): each activation value read serves both. */
 static TARGET void group_float_dots2(const float *wf, const float *wf2, int cols, const float *x, size_t xstride,
                                      int m0, int mt, float *res, float *res2) {
 #define FLOAT_DOTS2(n) float_dots2(wf, wf2, cols, x, xstride, m0, n, res, res2)
     BY_TILE(FLOAT_DOTS2)
 }
-#endif
 
 /* Groups of `w` are claimed CLAIM at a time (pool_claim): few enough claims that their cost is lost in
  * the products, small enough that the last claims even out. */
@@ -249,17 +258,15 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
 
 /* This member's share of out[m][r] (+)= w[r] . x[m] in float32 (x rows `xstride` apart); `wf` is the
  * member's own scratch of 2 * cols * GROUP floats. Where the instruction set multiplies two groups at
- * once (PAIRED_FLOAT_DOTS: one vector holds a group's row of weights, so a pair lets each activation
+ * once (PAIRED_FLOAT_DOTS 1: one vector holds a group's row of weights, so a pair lets each activation
  * value read serve two multiply-adds), groups are claimed and unpacked two at a time. Each output
  * value still takes the same sequence of multiply-adds, so the numbers are those of one at a time. */
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
                                size_t ostride, int accumulate, float *wf, int ith, int nth) {
-    float res[TILE * GROUP];
+    float res[TILE * GROUP], res2[TILE * GROUP], *wf2 = wf + (size_t)w->cols * GROUP;
     claims c = claim_groups(w, ith, nth);
-#ifdef PAIRED_FLOAT_DOTS
-    float res2[TILE * GROUP], *wf2 = wf + (size_t)w->cols * GROUP;
     for (int g; (g = next_group(&c)) >= 0;) {
-        int g2 = next_group(&c);
+        int g2 = PAIRED_FLOAT_DOTS ? next_group(&c) : -1;
         unpack_group(w, g, wf);
         if (g2 >= 0) unpack_group(w, g2, wf2);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
@@ -270,16 +277,6 @@ INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride,
             } else {
                 group_float_dots(wf, w->cols, x, xstride, m0, mt, res);
             }
-            put(w, g, res, m0, mt, out, ostride, accumulate);
-        }
-    }
-    return;
-#endif
-    for (int g; (g = next_group(&c)) >= 0;) {
-        unpack_group(w, g, wf);
-        for (int m0 = 0; m0 < rows; m0 += TILE) {
-            int mt = rows - m0 < TILE ? rows - m0 : TILE;
-            group_float_dots(wf, w->cols, x, xstride, m0, mt, res);
             put(w, g, res, m0, mt, out, ostride, accumulate);
         }
     }

@@ -101,6 +101,6 @@ ALWAYS void float_dots2(const float *wf, const float *wf2, int cols, const float
         _mm512_storeu_ps(res2 + t * GROUP, acc2[t]);
     }
 }
-#define PAIRED_FLOAT_DOTS
+#define PAIRED_FLOAT_DOTS 1
 
 #include "forward.h"
