@@ -358,3 +358,24 @@ def test_a_prompt_gives_the_same_numbers_whole_in_chunks_and_beside_another(
     )
     assert np.array_equal(both, whole)
     assert np.array_equal(cache[:, :, :, [5, 9, 2]], after_whole[:, :, :, [5, 9, 2]])
+
+
+@ISAS
+def test_prompt_rows_attend_the_same_in_runs_and_one_by_one(tiny_model: Path, isa: int) -> None:
+    """Consecutive prompt rows of a sequence attend as a run (each cache block read once for all of
+    them); rows that alternate between two sequences are runs of one. Every row's numbers are the same
+    bits either way: the cache both prompts leave and the logits of every row."""
+    step, cache, _ = decoder(tiny_model, isa)
+    a = torch.randint(0, 4000, (37,), generator=torch.Generator().manual_seed(4)).tolist()
+    b = torch.randint(0, 4000, (37,), generator=torch.Generator().manual_seed(5)).tolist()
+    tables = [[5, 9, 2], [7, 1, 3]]
+    cache[...] = 0
+    runs = step.step(a + b, list(range(37)) * 2, tables, [0] * 37 + [1] * 37, list(range(74)), precise=True)
+    after_runs = cache.copy()
+    cache[...] = 0
+    alternating = [token for pair in zip(a, b, strict=True) for token in pair]
+    ones = step.step(
+        alternating, [p for p in range(37) for _ in (0, 1)], tables, [0, 1] * 37, list(range(74)), precise=True
+    )
+    assert np.array_equal(cache, after_runs)
+    assert np.array_equal(ones[0::2], runs[:37]) and np.array_equal(ones[1::2], runs[37:])

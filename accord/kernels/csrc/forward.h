@@ -17,8 +17,9 @@
  *     exactly ggml's values -- once per step, then multiplied with every row. A prompt's keys and
  *     values are what every later token attends to, so they get the more precise product.
  * Everything else -- norms, rotary embedding, attention over the paged cache, SiLU -- runs in float32
- * on the portable vector type `vf`. A prompt row attends like a decode row, over positions 0..pos of
- * its sequence, after every row of the step has stored its key and value.
+ * on the portable vector type `vf`. A prompt row attends over positions 0..pos of its sequence, after
+ * every row of the step has stored its key and value, in runs of consecutive rows that read each cache
+ * block once (attend_run).
  *
  * Batch invariance: a row's numbers never depend on the other rows of the step, on how a prompt was
  * cut into chunks, or on how many threads share the step. Each output value is computed by one thread,
@@ -381,6 +382,62 @@ INLINE void weigh_values(float *out, const float *p, const float *values, int co
     }
 }
 
+/* Scores of hpg query heads (q[j], rotated) against one block of keys (float32, [hd][bs], transposed
+ * as the cache holds them): head j's into out + j * stride. Four chains over the dimensions (added in a
+ * fixed order), so the adds overlap; two vectors of positions at once where the block holds them,
+ * sharing each query value. */
+INLINE void block_scores(const float *q, int hpg, const float *block, int bs, int hd, float scale, float *out,
+                         size_t stride) {
+    for (int j = 0; j < hpg; j++) {
+        const float *qj = q + (size_t)j * hd;
+        float *o = out + (size_t)j * stride;
+        int c = 0;
+        for (; c + 2 * LANES <= bs; c += 2 * LANES) {
+            vf lo[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+            vf hi[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+            for (int i = 0; i < hd; i += 4) {
+                for (int r = 0; r < 4; r++) {
+                    vf x = vsplat(qj[i + r]);
+                    const float *k_row = block + (i + r) * bs + c;
+                    lo[r] += x * vload(k_row);
+                    hi[r] += x * vload(k_row + LANES);
+                }
+            }
+            vstore(o + c, ((lo[0] + lo[1]) + (lo[2] + lo[3])) * scale);
+            vstore(o + c + LANES, ((hi[0] + hi[1]) + (hi[2] + hi[3])) * scale);
+        }
+        for (; c < bs; c += LANES) {
+            vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
+            for (int i = 0; i < hd; i += 4) {
+                for (int r = 0; r < 4; r++) acc[r] += vsplat(qj[i + r]) * vload(block + (i + r) * bs + c);
+            }
+            vstore(o + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
+        }
+    }
+}
+
+/* The scores sc[0 .. span) of positions [0, n) as exponentials of their distance to the largest
+ * (positions past n: zero); returns their sum and leaves the largest in *best. */
+INLINE float soften(float *sc, int n, int span, float *best) {
+    for (int t = n; t < span; t++) sc[t] = -INFINITY; /* past the row's position: not attended to */
+    vf top = vsplat(-INFINITY);
+    for (int t = 0; t < span; t += LANES) top = vmax(top, vload(sc + t));
+    *best = vmaxall(top);
+    for (int t = 0; t < span; t += LANES) vstore(sc + t, vexp(vload(sc + t) - *best));
+    for (int t = n; t < span; t++) sc[t] = 0.0f; /* vexp's floor is tiny, not zero */
+    vf total = vsplat(0.0f);
+    for (int t = 0; t < span; t += LANES) total += vload(sc + t);
+    return vsum(total);
+}
+
+/* The query heads of KV head g of row m, rotated to its position: q[j * hd ..] for head j of the group. */
+INLINE void group_queries(const step *s, int l, int m, int g, float *q) {
+    const model *md = s->m;
+    int hd = md->head_dim, hpg = md->n_heads / md->n_kv_heads;
+    const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
+    for (int j = 0; j < hpg; j++) rotate(md, s->pos[m], qkv + (size_t)(g * hpg + j) * hd, q + (size_t)j * hd);
+}
+
 /* Attention of the query heads of KV head g (a GQA group) of row m over positions [t0, t1) of its
  * sequence, t0 a multiple of the block size. Each key and value is read once for the whole group.
  *
@@ -394,9 +451,8 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
     const model *md = s->m;
     int hd = md->head_dim, pos = s->pos[m], bs = md->block_size, own = !s->precise && t1 == pos + 1;
     int hpg = md->n_heads / md->n_kv_heads, n = t1 - t0, span = (n + bs - 1) / bs * bs;
-    const float *qkv = md->qkv + (size_t)m * md->layers[l].qkv.rows;
-    float q[MAX_GROUP][MAX_HEAD_DIM];
-    for (int j = 0; j < hpg; j++) rotate(md, pos, qkv + (size_t)(g * hpg + j) * hd, q[j]);
+    float q[MAX_GROUP * MAX_HEAD_DIM];
+    group_queries(s, l, m, g, q);
     uint16_t k_own[hd], v_own[hd];
     if (own) current_kv(s, l, m, g, k_own, v_own);
     float scale = 1.0f / sqrtf((float)hd);
@@ -408,46 +464,12 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
         if (own && b == span / bs - 1) {
             for (int i = 0; i < hd; i++) block[i * bs + (pos % bs)] = bf16_to_float(k_own[i]);
         }
-        for (int j = 0; j < hpg; j++) {
-            /* Four chains over the dimensions (added in a fixed order), so the adds overlap; two
-             * vectors of positions at once where the block holds them, sharing each query value. */
-            float *out = scores + (size_t)j * span + b * bs;
-            int c = 0;
-            for (; c + 2 * LANES <= bs; c += 2 * LANES) {
-                vf lo[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
-                vf hi[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
-                for (int i = 0; i < hd; i += 4) {
-                    for (int r = 0; r < 4; r++) {
-                        vf x = vsplat(q[j][i + r]);
-                        const float *k_row = block + (i + r) * bs + c;
-                        lo[r] += x * vload(k_row);
-                        hi[r] += x * vload(k_row + LANES);
-                    }
-                }
-                vstore(out + c, ((lo[0] + lo[1]) + (lo[2] + lo[3])) * scale);
-                vstore(out + c + LANES, ((hi[0] + hi[1]) + (hi[2] + hi[3])) * scale);
-            }
-            for (; c < bs; c += LANES) {
-                vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
-                for (int i = 0; i < hd; i += 4) {
-                    for (int r = 0; r < 4; r++) acc[r] += vsplat(q[j][i + r]) * vload(block + (i + r) * bs + c);
-                }
-                vstore(out + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
-            }
-        }
+        block_scores(q, hpg, block, bs, hd, scale, scores + b * bs, (size_t)span);
     }
     float sums[MAX_GROUP];
     for (int j = 0; j < hpg; j++) {
-        float *sc = scores + (size_t)j * span;
-        for (int t = n; t < span; t++) sc[t] = -INFINITY; /* past t1: not attended to */
-        vf top = vsplat(-INFINITY);
-        for (int t = 0; t < span; t += LANES) top = vmax(top, vload(sc + t));
-        float best = vmaxall(top);
-        for (int t = 0; t < span; t += LANES) vstore(sc + t, vexp(vload(sc + t) - best));
-        for (int t = n; t < span; t++) sc[t] = 0.0f; /* vexp's floor is tiny, not zero */
-        vf total = vsplat(0.0f);
-        for (int t = 0; t < span; t += LANES) total += vload(sc + t);
-        sums[j] = vsum(total);
+        float best;
+        sums[j] = soften(scores + (size_t)j * span, n, span, &best);
         if (partial) partial[(size_t)j * (hd + 2) + hd] = best;
     }
     /* Each head's output accumulates in place, over the positions in order. */
@@ -471,6 +493,72 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
         } else {
             float inv = 1.0f / sums[j];
             for (int i = 0; i < hd; i += LANES) vstore(out[j] + i, vload(out[j] + i) * inv);
+        }
+    }
+}
+
+/* Whether prompt row m + 1 goes on row m's sequence at the next position (so a run of such rows reads
+ * the same cache blocks). */
+INLINE int continues(const step *s, int m) {
+    return s->row_table[m + 1] == s->row_table[m] && s->pos[m + 1] == s->pos[m] + 1;
+}
+
+/* Attention of the query heads of KV head g of prompt rows m0 .. m0 + r - 1 (r <= RUN_ROWS), which
+ * follow one another in one sequence, each over positions 0 .. its own. Each row gets what attend()
+ * gives it alone, bit for bit: the same operations on the same values. But each block of keys and
+ * values is read from the cache and converted once for every row of the run, not once a row -- a long
+ * prompt's rows each read the whole sequence before them, which costs more than their arithmetic.
+ * `scores`: RUN_ROWS * SCORE_STRIDE floats. */
+INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores) {
+    const model *md = s->m;
+    int hd = md->head_dim, bs = md->block_size, hpg = md->n_heads / md->n_kv_heads;
+    int last = s->pos[m0 + r - 1] + 1, blocks = (last + bs - 1) / bs;
+    size_t stride = (size_t)blocks * bs; /* each head's scores: the longest row's span */
+    float q[r * hpg * hd];
+    for (int i = 0; i < r; i++) group_queries(s, l, m0 + i, g, q + (size_t)i * hpg * hd);
+    float scale = 1.0f / sqrtf((float)hd);
+    float block[MAX_HEAD_DIM * 16];
+    for (int b = 0; b < blocks; b++) {
+        const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m0, b * bs));
+        for (int i = 0; i < hd * bs; i += LANES) vstore(block + i, vbf16(k + i));
+        for (int i = 0; i < r; i++) {
+            if (b * bs <= s->pos[m0 + i]) {
+                block_scores(q + (size_t)i * hpg * hd, hpg, block, bs, hd, scale, scores + (size_t)i * hpg * stride + b * bs,
+                             stride);
+            }
+        }
+    }
+    float sums[RUN_ROWS][MAX_GROUP];
+    for (int i = 0; i < r; i++) {
+        int n = s->pos[m0 + i] + 1, span = (n + bs - 1) / bs * bs;
+        for (int j = 0; j < hpg; j++) {
+            float best;
+            sums[i][j] = soften(scores + ((size_t)i * hpg + j) * stride, n, span, &best);
+        }
+    }
+    for (int i = 0; i < r; i++) {
+        float *o = md->attn + (size_t)(m0 + i) * md->n_heads * hd + (size_t)g * hpg * hd;
+        for (int x = 0; x < hpg * hd; x += LANES) vstore(o + x, vsplat(0.0f));
+    }
+    for (int b = 0; b < blocks; b++) {
+        const uint16_t *v = cache_block(md, l, 1, g, slot_block(s, m0, b * bs));
+        int most = last - b * bs < bs ? last - b * bs : bs;
+        for (int i = 0; i < most * hd; i += LANES) vstore(block + i, vbf16(v + i));
+        for (int i = 0; i < r; i++) {
+            int n = s->pos[m0 + i] + 1;
+            if (b * bs >= n) continue;
+            int count = n - b * bs < bs ? n - b * bs : bs;
+            float *o = md->attn + (size_t)(m0 + i) * md->n_heads * hd + (size_t)g * hpg * hd;
+            for (int j = 0; j < hpg; j++) {
+                weigh_values(o + (size_t)j * hd, scores + ((size_t)i * hpg + j) * stride + b * bs, block, count, hd);
+            }
+        }
+    }
+    for (int i = 0; i < r; i++) {
+        float *o = md->attn + (size_t)(m0 + i) * md->n_heads * hd + (size_t)g * hpg * hd;
+        for (int j = 0; j < hpg; j++) {
+            float inv = 1.0f / sums[i][j];
+            for (int x = 0; x < hd; x += LANES) vstore(o + (size_t)j * hd + x, vload(o + (size_t)j * hd + x) * inv);
         }
     }
 }
@@ -611,7 +699,13 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
     step *s = ctx;
     model *md = s->m;
     int rows = s->rows, dim = md->dim, adim = md->n_heads * md->head_dim, nff = md->n_ff, b0, b1;
-    float *scores = md->scores + (size_t)ith * SCORE_STRIDE(md);
+    float *scores = md->scores + (size_t)ith * RUN_ROWS * SCORE_STRIDE(md);
+    /* A prompt step's rows in runs of up to RUN_ROWS that follow one another in a sequence (attend_run). */
+    int run_start[s->precise ? rows + 1 : 1], n_runs = 0;
+    for (int m = 0; s->precise && m < rows; m++) {
+        if (m == 0 || !continues(s, m - 1) || m - run_start[n_runs - 1] == RUN_ROWS) run_start[n_runs++] = m;
+    }
+    run_start[n_runs] = rows;
     float *h = md->h;
     for (int m = ith; m < rows; m += nth) unpack_row(&md->embed, s->ids[m], s->x + (size_t)m * dim);
     pool_barrier(nth);
@@ -627,10 +721,10 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
             }
             pool_barrier(nth);
         }
-        if (s->precise) { /* many rows: a task per row and group, each over its whole sequence */
-            for (int task = ith; task < rows * md->n_kv_heads; task += nth) {
-                int m = task / md->n_kv_heads;
-                attend(s, l, m, task % md->n_kv_heads, 0, s->pos[m] + 1, scores, NULL);
+        if (s->precise) { /* many rows: a task per run of rows and group, each over its whole sequence */
+            for (int task = ith; task < n_runs * md->n_kv_heads; task += nth) {
+                int run = task / md->n_kv_heads, m0 = run_start[run];
+                attend_run(s, l, m0, run_start[run + 1] - m0, task % md->n_kv_heads, scores);
             }
             pool_barrier(nth);
         } else { /* few rows: each sequence in spans of SPAN positions, so long ones share the team */

@@ -24,7 +24,12 @@ INLINE vf vload(const float *p) {
 
 INLINE void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
 
-INLINE vf vsplat(float x) { return (vf){0} + x; }
+/* x in every lane: a broadcast (written as `(vf){0} + x`, it was an add as well: the compiler may not
+ * drop the add, which turns -0.0 into +0.0). */
+INLINE vf vsplat(float x) {
+    vf v = {x};
+    return __builtin_shuffle(v, (vi){0});
+}
 
 INLINE vf vbf16(const uint16_t *p) {
     vh h;
