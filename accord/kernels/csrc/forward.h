@@ -139,47 +139,48 @@ static TARGET void group_float_dots2(const float *wf, const float *wf2, int cols
     BY_TILE(FLOAT_DOTS2)
 }
 
-/* Groups of `w` are claimed CLAIM at a time (pool_claim): few enough claims that their cost is lost in
- * the products, small enough that the last claims even out. */
+/* Units of work (a matrix's groups, a prompt's attention tasks) are claimed CLAIM at a time
+ * (pool_claim): few enough claims that their cost is lost in the work, small enough that the last
+ * claims even out. */
 #define CLAIM 4
 
-/* Member `owner`'s share of the groups of `w`: [g0, g1). */
-INLINE void share(const qmatrix *w, int owner, int nth, int *g0, int *g1) {
-    int groups = matrix_groups(w), per = (groups + nth - 1) / nth;
-    *g0 = owner * per < groups ? owner * per : groups;
-    *g1 = *g0 + per < groups ? *g0 + per : groups;
+/* Member `owner`'s share of `units` units: [u0, u1). */
+INLINE void share(int units, int owner, int nth, int *u0, int *u1) {
+    int per = (units + nth - 1) / nth;
+    *u0 = owner * per < units ? owner * per : units;
+    *u1 = *u0 + per < units ? *u0 + per : units;
 }
 
-/* The groups of `w` a member computes in one phase, claimed CLAIM at a time (next_group): its own
- * share first, then the others' leftovers. Each group is computed whole by the member that claims it,
- * with the same operations whoever that is, so the numbers do not depend on who claimed what. */
+/* The units a member does in one phase, claimed CLAIM at a time (next_unit): its own share first, then
+ * the others' leftovers. Each unit is done whole by the member that claims it, with the same operations
+ * whoever that is, so the numbers do not depend on who claimed what. */
 typedef struct {
-    const qmatrix *w;
+    int units;
     int ith, nth, set;
     int done;   /* shares this member has claimed all of: its own, then the next members' in turn */
-    int g, end; /* what is left of its current claim */
+    int u, end; /* what is left of its current claim */
 } claims;
 
-INLINE claims claim_groups(const qmatrix *w, int ith, int nth) {
-    claims c = {w, ith, nth, pool_share(ith), 0, 0, 0};
+INLINE claims claim_units(int units, int ith, int nth) {
+    claims c = {units, ith, nth, pool_share(ith), 0, 0, 0};
     return c;
 }
 
-/* The next group to compute, or -1 when every share is claimed. */
-INLINE int next_group(claims *c) {
-    while (c->g == c->end) {
+/* The next unit to do, or -1 when every share is claimed. */
+INLINE int next_unit(claims *c) {
+    while (c->u == c->end) {
         if (c->done == c->nth) return -1;
         int owner = (c->ith + c->done) % c->nth, o0, o1;
-        share(c->w, owner, c->nth, &o0, &o1);
+        share(c->units, owner, c->nth, &o0, &o1);
         int at = o0 + pool_claim(c->set, owner) * CLAIM;
         if (at < o1) {
-            c->g = at;
+            c->u = at;
             c->end = at + CLAIM < o1 ? at + CLAIM : o1;
         } else {
             c->done++;
         }
     }
-    return c->g++;
+    return c->u++;
 }
 
 /* res [mt][GROUP] into out rows m0.., columns of group g (those that exist). */
@@ -201,8 +202,8 @@ INLINE void product_part(const qmatrix *w, const qacts *a, int rows, float *out,
                          int accumulate, int ith, int nth) {
     int nb = w->cols / QBLOCK;
     float res[TILE * GROUP];
-    claims c = claim_groups(w, ith, nth);
-    for (int g; (g = next_group(&c)) >= 0;) {
+    claims c = claim_units(matrix_groups(w), ith, nth);
+    for (int g; (g = next_unit(&c)) >= 0;) {
         const uint8_t *group = group_data(w, g);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
             int mt = rows - m0 < TILE ? rows - m0 : TILE;
@@ -265,9 +266,9 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
                                size_t ostride, int accumulate, float *wf, int ith, int nth) {
     float res[TILE * GROUP], res2[TILE * GROUP], *wf2 = wf + (size_t)w->cols * GROUP;
-    claims c = claim_groups(w, ith, nth);
-    for (int g; (g = next_group(&c)) >= 0;) {
-        int g2 = PAIRED_FLOAT_DOTS ? next_group(&c) : -1;
+    claims c = claim_units(matrix_groups(w), ith, nth);
+    for (int g; (g = next_unit(&c)) >= 0;) {
+        int g2 = PAIRED_FLOAT_DOTS ? next_unit(&c) : -1;
         unpack_group(w, g, wf);
         if (g2 >= 0) unpack_group(w, g2, wf2);
         for (int m0 = 0; m0 < rows; m0 += TILE) {
@@ -386,8 +387,8 @@ INLINE void weigh_values(float *out, const float *p, const float *values, int co
  * as the cache holds them): head j's into out + j * stride. Four chains over the dimensions (added in a
  * fixed order), so the adds overlap; two vectors of positions at once where the block holds them,
  * sharing each query value. */
-INLINE void block_scores(const float *q, int hpg, const float *block, int bs, int hd, float scale, float *out,
-                         size_t stride) {
+INLINE void block_scores(const float *q, int hpg, const float *block, int hd, float scale, float *out, size_t stride) {
+    const int bs = CACHE_BLOCK;
     for (int j = 0; j < hpg; j++) {
         const float *qj = q + (size_t)j * hd;
         float *o = out + (size_t)j * stride;
@@ -395,12 +396,12 @@ INLINE void block_scores(const float *q, int hpg, const float *block, int bs, in
         for (; c + 2 * LANES <= bs; c += 2 * LANES) {
             vf lo[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
             vf hi[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
-            for (int i = 0; i < hd; i += 4) {
+            const float *k = block + c;
+            for (int i = 0; i < hd; i += 4, k += 4 * bs) {
                 for (int r = 0; r < 4; r++) {
                     vf x = vsplat(qj[i + r]);
-                    const float *k_row = block + (i + r) * bs + c;
-                    lo[r] += x * vload(k_row);
-                    hi[r] += x * vload(k_row + LANES);
+                    lo[r] += x * vload(k + r * bs);
+                    hi[r] += x * vload(k + r * bs + LANES);
                 }
             }
             vstore(o + c, ((lo[0] + lo[1]) + (lo[2] + lo[3])) * scale);
@@ -408,8 +409,9 @@ INLINE void block_scores(const float *q, int hpg, const float *block, int bs, in
         }
         for (; c < bs; c += LANES) {
             vf acc[4] = {vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f)};
-            for (int i = 0; i < hd; i += 4) {
-                for (int r = 0; r < 4; r++) acc[r] += vsplat(qj[i + r]) * vload(block + (i + r) * bs + c);
+            const float *k = block + c;
+            for (int i = 0; i < hd; i += 4, k += 4 * bs) {
+                for (int r = 0; r < 4; r++) acc[r] += vsplat(qj[i + r]) * vload(k + r * bs);
             }
             vstore(o + c, ((acc[0] + acc[1]) + (acc[2] + acc[3])) * scale);
         }
@@ -464,7 +466,7 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
         if (own && b == span / bs - 1) {
             for (int i = 0; i < hd; i++) block[i * bs + (pos % bs)] = bf16_to_float(k_own[i]);
         }
-        block_scores(q, hpg, block, bs, hd, scale, scores + b * bs, (size_t)span);
+        block_scores(q, hpg, block, hd, scale, scores + b * bs, (size_t)span);
     }
     float sums[MAX_GROUP];
     for (int j = 0; j < hpg; j++) {
@@ -523,7 +525,7 @@ INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores
         for (int i = 0; i < hd * bs; i += LANES) vstore(block + i, vbf16(k + i));
         for (int i = 0; i < r; i++) {
             if (b * bs <= s->pos[m0 + i]) {
-                block_scores(q + (size_t)i * hpg * hd, hpg, block, bs, hd, scale, scores + (size_t)i * hpg * stride + b * bs,
+                block_scores(q + (size_t)i * hpg * hd, hpg, block, hd, scale, scores + (size_t)i * hpg * stride + b * bs,
                              stride);
             }
         }
@@ -722,7 +724,8 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
             pool_barrier(nth);
         }
         if (s->precise) { /* many rows: a task per run of rows and group, each over its whole sequence */
-            for (int task = ith; task < n_runs * md->n_kv_heads; task += nth) {
+            claims c = claim_units(n_runs * md->n_kv_heads, ith, nth);
+            for (int task; (task = next_unit(&c)) >= 0;) {
                 int run = task / md->n_kv_heads, m0 = run_start[run];
                 attend_run(s, l, m0, run_start[run + 1] - m0, task % md->n_kv_heads, scores);
             }

@@ -17,6 +17,8 @@ typedef struct {
 #define SCORE_STRIDE(md) (((size_t)(md)->max_pos + 15) / 16 * 16 * ((md)->n_heads / (md)->n_kv_heads))
 /* A decode row's sequence is attended to in spans of this many positions, merged after (forward.h). */
 #define SPAN 256
+/* Positions in a cache block: a block's keys are one vector of 16 positions per dimension. */
+#define CACHE_BLOCK 16
 /* Prompt rows that attend together (forward.h, attend_run): each block of keys and values read once for
  * all of them. A member's scores hold this many rows' (RUN_ROWS * SCORE_STRIDE floats). */
 #define RUN_ROWS 16

@@ -143,7 +143,7 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
     }
     if (n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads || head_dim % 16 ||
         head_dim > MAX_HEAD_DIM || head_dim % QBLOCK || dim % QBLOCK || n_ff % QBLOCK ||
-        n_heads / n_kv_heads > MAX_GROUP || block_size != 16) {
+        n_heads / n_kv_heads > MAX_GROUP || block_size != CACHE_BLOCK) {
         PyErr_SetString(PyExc_ValueError, "model shape not supported by the decode kernels");
         return NULL;
     }
