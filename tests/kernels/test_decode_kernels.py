@@ -375,7 +375,12 @@ def test_prompt_rows_attend_the_same_in_runs_and_one_by_one(tiny_model: Path, is
     cache[...] = 0
     alternating = [token for pair in zip(a, b, strict=True) for token in pair]
     ones = step.step(
-        alternating, [p for p in range(37) for _ in (0, 1)], tables, [0, 1] * 37, list(range(74)), precise=True
+        alternating,
+        [p for p in range(37) for _ in (0, 1)],
+        tables,
+        [0, 1] * 37,
+        list(range(74)),
+        precise=True,
     )
     assert np.array_equal(cache, after_runs)
     assert np.array_equal(ones[0::2], runs[:37]) and np.array_equal(ones[1::2], runs[37:])
