@@ -384,3 +384,31 @@ def test_prompt_rows_attend_the_same_in_runs_and_one_by_one(tiny_model: Path, is
     )
     assert np.array_equal(cache, after_runs)
     assert np.array_equal(ones[0::2], runs[:37]) and np.array_equal(ones[1::2], runs[37:])
+
+
+def test_runs_shorten_where_their_scores_would_outgrow_a_members_share(tiny_model: Path) -> None:
+    """Past RUN_SPAN (4,096) positions a run holds fewer rows, so that its scores stay within what each
+    member has; rows on either side of that point attend as they do one by one."""
+    from accord.engine.local._gguf import read_model_file
+    from accord.engine.local._native import NativeModel
+
+    model = NativeModel.build(read_model_file(tiny_model), 2 * 262, 4192)
+    cache = model.cache.data
+    noise = np.random.default_rng(6).standard_normal(cache.shape, dtype=np.float32)
+    layers, table, norm, head, rotations, _ = model.decoder._keep
+    step = decode.DecodeModel(model.decoder.shape, layers, table, norm, head, rotations, cache, isa=None)
+    tables = [list(range(262)), list(range(262, 524))]
+    at = list(range(4040, 4180))  # 140 rows: runs of 16, then shorter ones past 4,096
+    a = torch.randint(0, 4000, (len(at),), generator=torch.Generator().manual_seed(7)).tolist()
+    b = torch.randint(0, 4000, (len(at),), generator=torch.Generator().manual_seed(8)).tolist()
+    n = len(at)
+    cache[...] = (noise.view(np.uint32) >> 16).astype(np.uint16)
+    runs = step.step(a + b, at * 2, tables, [0] * n + [1] * n, list(range(2 * n)), precise=True)
+    after_runs = cache.copy()
+    cache[...] = (noise.view(np.uint32) >> 16).astype(np.uint16)
+    alternating = [token for pair in zip(a, b, strict=True) for token in pair]
+    ones = step.step(
+        alternating, [p for p in at for _ in (0, 1)], tables, [0, 1] * n, list(range(2 * n)), precise=True
+    )
+    assert np.array_equal(cache, after_runs)
+    assert np.array_equal(ones[0::2], runs[:n]) and np.array_equal(ones[1::2], runs[n:])

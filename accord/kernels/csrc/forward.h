@@ -505,12 +505,22 @@ INLINE int continues(const step *s, int m) {
     return s->row_table[m + 1] == s->row_table[m] && s->pos[m + 1] == s->pos[m] + 1;
 }
 
+/* Whether prompt row m joins the run that starts at row m0 (rows m0 .. m - 1): it goes on their
+ * sequence at the next position, the run is short of RUN_ROWS, and the scores of all its rows, each
+ * head's as long as row m's span, fit in a member's MEMBER_SCORES. */
+INLINE int run_grows(const step *s, int m0, int m) {
+    const model *md = s->m;
+    size_t span = ((size_t)s->pos[m] + CACHE_BLOCK) / CACHE_BLOCK * CACHE_BLOCK;
+    size_t need = (size_t)(m - m0 + 1) * (md->n_heads / md->n_kv_heads) * span;
+    return continues(s, m - 1) && m - m0 < RUN_ROWS && need <= MEMBER_SCORES(md);
+}
+
 /* Attention of the query heads of KV head g of prompt rows m0 .. m0 + r - 1 (r <= RUN_ROWS), which
  * follow one another in one sequence, each over positions 0 .. its own. Each row gets what attend()
  * gives it alone, bit for bit: the same operations on the same values. But each block of keys and
  * values is read from the cache and converted once for every row of the run, not once a row -- a long
  * prompt's rows each read the whole sequence before them, which costs more than their arithmetic.
- * `scores`: RUN_ROWS * SCORE_STRIDE floats. */
+ * `scores`: MEMBER_SCORES floats, which the run's fit in (run_grows). */
 INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores) {
     const model *md = s->m;
     int hd = md->head_dim, bs = md->block_size, hpg = md->n_heads / md->n_kv_heads;
@@ -701,11 +711,11 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
     step *s = ctx;
     model *md = s->m;
     int rows = s->rows, dim = md->dim, adim = md->n_heads * md->head_dim, nff = md->n_ff, b0, b1;
-    float *scores = md->scores + (size_t)ith * RUN_ROWS * SCORE_STRIDE(md);
-    /* A prompt step's rows in runs of up to RUN_ROWS that follow one another in a sequence (attend_run). */
+    float *scores = md->scores + (size_t)ith * MEMBER_SCORES(md);
+    /* A prompt step's rows in runs that follow one another in a sequence (attend_run). */
     int run_start[s->precise ? rows + 1 : 1], n_runs = 0;
     for (int m = 0; s->precise && m < rows; m++) {
-        if (m == 0 || !continues(s, m - 1) || m - run_start[n_runs - 1] == RUN_ROWS) run_start[n_runs++] = m;
+        if (m == 0 || !run_grows(s, run_start[n_runs - 1], m)) run_start[n_runs++] = m;
     }
     run_start[n_runs] = rows;
     float *h = md->h;

@@ -20,8 +20,16 @@ typedef struct {
 /* Positions in a cache block: a block's keys are one vector of 16 positions per dimension. */
 #define CACHE_BLOCK 16
 /* Prompt rows that attend together (forward.h, attend_run): each block of keys and values read once for
- * all of them. A member's scores hold this many rows' (RUN_ROWS * SCORE_STRIDE floats). */
+ * all of them. A run's scores (rows x heads of a group x its longest span) fit in a member's share,
+ * MEMBER_SCORES floats: up to RUN_ROWS rows while their spans are at most RUN_SPAN positions, fewer
+ * past that (down to one row, for which SCORE_STRIDE suffices), so that a model with a long context
+ * and many threads does not hold RUN_ROWS times its longest scores per member. */
 #define RUN_ROWS 16
+#define RUN_SPAN 4096
+#define MEMBER_SCORES(md) \
+    (SCORE_STRIDE(md) > (size_t)RUN_ROWS * RUN_SPAN * ((md)->n_heads / (md)->n_kv_heads) \
+         ? SCORE_STRIDE(md) \
+         : (size_t)RUN_ROWS * RUN_SPAN * ((md)->n_heads / (md)->n_kv_heads))
 /* The most query heads one KV head may serve. */
 #define MAX_GROUP 8
 

@@ -234,7 +234,7 @@ static int reserve(model *m, int rows, int n_logits, int nth) {
         grow((void **)&m->qkv, nr * m->layers[0].qkv.rows * f) ||
         grow((void **)&m->attn, nr * m->n_heads * m->head_dim * f) ||
         grow((void **)&m->gu, nr * 2 * m->n_ff * f) || grow((void **)&m->hidden, (size_t)lr * m->dim * f) ||
-        grow((void **)&m->scores, (size_t)t * RUN_ROWS * SCORE_STRIDE(m) * f) ||
+        grow((void **)&m->scores, (size_t)t * MEMBER_SCORES(m) * f) ||
         grow((void **)&m->unpacked, (size_t)t * 2 * wide * GROUP * f)) {
         PyErr_NoMemory();
         return -1;
