@@ -383,6 +383,11 @@ INLINE void weigh_values(float *out, const float *p, const float *values, int co
     }
 }
 
+/* Row m's attention output for query head h (head_dim floats; a group's heads follow one another). */
+INLINE float *head_out(const model *md, int m, int h) {
+    return md->attn + ((size_t)m * md->n_heads + h) * md->head_dim;
+}
+
 /* Scores of hpg query heads (q[j], rotated) against one block of keys (float32, [hd][bs], transposed
  * as the cache holds them): head j's into out + j * stride. Four chains over the dimensions (added in a
  * fixed order), so the adds overlap; two vectors of positions at once where the block holds them,
@@ -440,8 +445,9 @@ INLINE void group_queries(const step *s, int l, int m, int g, float *q) {
     for (int j = 0; j < hpg; j++) rotate(md, s->pos[m], qkv + (size_t)(g * hpg + j) * hd, q + (size_t)j * hd);
 }
 
-/* Attention of the query heads of KV head g (a GQA group) of row m over positions [t0, t1) of its
- * sequence, t0 a multiple of the block size. Each key and value is read once for the whole group.
+/* Attention of the query heads of KV head g (a GQA group) of decode row m over positions [t0, t1) of
+ * its sequence, t0 a multiple of the block size. Each key and value is read once for the whole group.
+ * (Prompt rows attend in runs: attend_run.)
  *
  * With `partial` it leaves, per head, the span's largest score, its sum of exponentials and its
  * unnormalised output, which merge() combines over the spans of a long sequence; without, the output.
@@ -451,7 +457,7 @@ INLINE void group_queries(const step *s, int l, int m, int g, float *q) {
  * cache would hold them, and its score is computed in the same order as a cached one's. */
 INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *scores, float *partial) {
     const model *md = s->m;
-    int hd = md->head_dim, pos = s->pos[m], bs = md->block_size, own = !s->precise && t1 == pos + 1;
+    int hd = md->head_dim, pos = s->pos[m], bs = md->block_size, own = t1 == pos + 1;
     int hpg = md->n_heads / md->n_kv_heads, n = t1 - t0, span = (n + bs - 1) / bs * bs;
     float q[MAX_GROUP * MAX_HEAD_DIM];
     group_queries(s, l, m, g, q);
@@ -459,7 +465,7 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
     if (own) current_kv(s, l, m, g, k_own, v_own);
     float scale = 1.0f / sqrtf((float)hd);
     /* One block of keys (or values) as float32, converted once for every head of the group. */
-    float block[MAX_HEAD_DIM * 16];
+    float block[MAX_HEAD_DIM * CACHE_BLOCK];
     for (int b = 0; b < span / bs; b++) {
         const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m, t0 + b * bs));
         for (int i = 0; i < hd * bs; i += LANES) vstore(block + i, vbf16(k + i));
@@ -477,7 +483,7 @@ INLINE void attend(const step *s, int l, int m, int g, int t0, int t1, float *sc
     /* Each head's output accumulates in place, over the positions in order. */
     float *out[MAX_GROUP];
     for (int j = 0; j < hpg; j++) {
-        out[j] = partial ? partial + (size_t)j * (hd + 2) : md->attn + (size_t)m * md->n_heads * hd + (size_t)(g * hpg + j) * hd;
+        out[j] = partial ? partial + (size_t)j * (hd + 2) : head_out(md, m, g * hpg + j);
         for (int i = 0; i < hd; i += LANES) vstore(out[j] + i, vsplat(0.0f));
     }
     for (int b = 0; b < span / bs; b++) {
@@ -529,7 +535,7 @@ INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores
     float q[r * hpg * hd];
     for (int i = 0; i < r; i++) group_queries(s, l, m0 + i, g, q + (size_t)i * hpg * hd);
     float scale = 1.0f / sqrtf((float)hd);
-    float block[MAX_HEAD_DIM * 16];
+    float block[MAX_HEAD_DIM * CACHE_BLOCK];
     for (int b = 0; b < blocks; b++) {
         const uint16_t *k = cache_block(md, l, 0, g, slot_block(s, m0, b * bs));
         for (int i = 0; i < hd * bs; i += LANES) vstore(block + i, vbf16(k + i));
@@ -549,7 +555,7 @@ INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores
         }
     }
     for (int i = 0; i < r; i++) {
-        float *o = md->attn + (size_t)(m0 + i) * md->n_heads * hd + (size_t)g * hpg * hd;
+        float *o = head_out(md, m0 + i, g * hpg);
         for (int x = 0; x < hpg * hd; x += LANES) vstore(o + x, vsplat(0.0f));
     }
     for (int b = 0; b < blocks; b++) {
@@ -560,14 +566,14 @@ INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores
             int n = s->pos[m0 + i] + 1;
             if (b * bs >= n) continue;
             int count = n - b * bs < bs ? n - b * bs : bs;
-            float *o = md->attn + (size_t)(m0 + i) * md->n_heads * hd + (size_t)g * hpg * hd;
+            float *o = head_out(md, m0 + i, g * hpg);
             for (int j = 0; j < hpg; j++) {
                 weigh_values(o + (size_t)j * hd, scores + ((size_t)i * hpg + j) * stride + b * bs, block, count, hd);
             }
         }
     }
     for (int i = 0; i < r; i++) {
-        float *o = md->attn + (size_t)(m0 + i) * md->n_heads * hd + (size_t)g * hpg * hd;
+        float *o = head_out(md, m0 + i, g * hpg);
         for (int j = 0; j < hpg; j++) {
             float inv = 1.0f / sums[i][j];
             for (int x = 0; x < hd; x += LANES) vstore(o + (size_t)j * hd + x, vload(o + (size_t)j * hd + x) * inv);
@@ -584,7 +590,7 @@ INLINE void merge(const step *s, int m, int h, const float *partials, int spans)
     float best = -INFINITY;
     for (int c = 0; c < spans; c++) best = partials[c * stride + hd] > best ? partials[c * stride + hd] : best;
     float total = 0.0f;
-    float *out = md->attn + (size_t)m * md->n_heads * hd + (size_t)h * hd;
+    float *out = head_out(md, m, h);
     for (int c = 0; c < spans; c++) {
         const float *p = partials + c * stride;
         float w = vexp(vsplat(p[hd] - best))[0]; /* the kernels' own exp: no C library in the numbers */
