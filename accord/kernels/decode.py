@@ -39,7 +39,7 @@ try:
     from accord.kernels import _decode as _EXT
 except ImportError:  # not built: no C compiler at install
     _EXT = None  # type: ignore[assignment]
-ISA_NAMES = {0: "x86-64", 1: "avx2", 2: "avx512-vnni"}
+ISA_NAMES = {0: "x86-64", 1: "avx2", 2: "avx512-vnni", 3: "avx512-amx"}
 _CAPABILITY_LIMIT = {"default": 0, "avx2": 1, "avx512": 2}
 KIND_CODES = {QuantKind.Q4_0: 0, QuantKind.Q4_1: 1, QuantKind.Q8_0: 2}
 

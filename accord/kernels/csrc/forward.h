@@ -263,8 +263,16 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
  * once (PAIRED_FLOAT_DOTS 1: one vector holds a group's row of weights, so a pair lets each activation
  * value read serve two multiply-adds), groups are claimed and unpacked two at a time. Each output
  * value still takes the same sequence of multiply-adds, so the numbers are those of one at a time. */
+#ifdef AMX_PROMPTS
+#include "amx.h"
+#endif
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
-                               size_t ostride, int accumulate, float *wf, int ith, int nth) {
+                               size_t ostride, int accumulate, float *wf, uint8_t *split, int ith, int nth) {
+#ifdef AMX_PROMPTS
+    amx_product_part(w, x, xstride, rows, out, ostride, accumulate, wf, split, ith, nth);
+    return;
+#endif
+    (void)split;
     float res[TILE * GROUP], res2[TILE * GROUP], *wf2 = wf + (size_t)w->cols * GROUP;
     claims c = claim_units(matrix_groups(w), ith, nth);
     for (int g; (g = next_unit(&c)) >= 0;) {
@@ -293,8 +301,8 @@ static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {
 
 static TARGET void NAME(float_product_task)(void *ctx, int ith, int nth) {
     product *p = ctx;
-    float *wf = p->scratch + (size_t)ith * 2 * p->w->cols * GROUP;
-    float_product_part(p->w, p->x, (size_t)p->w->cols, p->rows, p->out, (size_t)p->w->rows, 0, wf, ith, nth);
+    float *wf = p->scratch + (size_t)ith * UNPACKED_FLOATS(p->w->cols, p->split != NULL);
+    float_product_part(p->w, p->x, (size_t)p->w->cols, p->rows, p->out, (size_t)p->w->rows, 0, wf, p->split, ith, nth);
 }
 
 /* -- attention -------------------------------------------------------------------------------- */
@@ -683,8 +691,8 @@ INLINE void project(const step *s, const qmatrix *w, const float *in, float *out
                     int ith, int nth) {
     const model *md = s->m;
     if (s->precise) {
-        float *wf = md->unpacked + (size_t)ith * 2 * md->widest * GROUP;
-        float_product_part(w, in, (size_t)w->cols, s->rows, out, ostride, accumulate, wf, ith, nth);
+        float *wf = md->unpacked + (size_t)ith * UNPACKED_FLOATS(md->widest, md->split_prompts);
+        float_product_part(w, in, (size_t)w->cols, s->rows, out, ostride, accumulate, wf, md->split, ith, nth);
     } else {
         qacts a = step_acts(md, w->cols);
         product_part(w, &a, s->rows, out, ostride, accumulate, ith, nth);

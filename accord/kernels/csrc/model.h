@@ -30,6 +30,16 @@ typedef struct {
     (SCORE_STRIDE(md) > (size_t)RUN_ROWS * RUN_SPAN * ((md)->n_heads / (md)->n_kv_heads) \
          ? SCORE_STRIDE(md) \
          : (size_t)RUN_ROWS * RUN_SPAN * ((md)->n_heads / (md)->n_kv_heads))
+/* Prompt rows on AMX tiles (amx.h): the float activations of a product split into three bf16 planes
+ * of rows padded to a multiple of 16, then each row's sums per block of 32, shared by the team. */
+#define SPLIT_ROWS(rows) (((rows) + 15) / 16 * 16)
+#define SPLIT_PLANES_BYTES(rows, cols) ((size_t)SPLIT_ROWS(rows) * (size_t)(cols) * 3 * sizeof(uint16_t))
+#define SPLIT_BYTES(rows, cols) \
+    (SPLIT_PLANES_BYTES(rows, cols) + (size_t)SPLIT_ROWS(rows) * (size_t)((cols) / QBLOCK) * sizeof(float))
+/* Groups of weights an AMX member unpacks at a time (amx.h), and a member's scratch for unpacked
+ * weights, in floats: two groups as float32, or AMX_GROUPS groups as bf16 tiles (cols * 32 bytes each). */
+#define AMX_GROUPS 16
+#define UNPACKED_FLOATS(cols, amx) ((amx) ? (size_t)AMX_GROUPS * (size_t)(cols) * 8 : (size_t)2 * (size_t)(cols) * GROUP)
 /* The most query heads one KV head may serve. */
 #define MAX_GROUP 8
 
@@ -53,6 +63,8 @@ typedef struct {
     int8_t *aq;
     float *ad, *as, *x, *h, *qkv, *attn, *gu, *hidden, *scores, *unpacked;
     float *partials; /* per decode row, span and head: output, largest score, sum (hd + 2 floats) */
+    int split_prompts; /* prompt products on AMX tiles: `split` is grown with the rows */
+    uint8_t *split;  /* AMX only: a prompt product's split activations (SPLIT_BYTES of the widest) */
 } model;
 
 /* One step: `rows` tokens of one or more sequences. Every row stores its key and value first, then
@@ -90,6 +102,7 @@ typedef struct {
     float *out;
     qacts acts;
     float *scratch;
+    uint8_t *split; /* AMX, float32: SPLIT_BYTES(rows, cols) */
 } product;
 
 /* What each instruction set provides, each run by every member of the team. */
@@ -100,6 +113,9 @@ typedef struct {
     void (*logits)(void *ctx, int ith, int nth);     /* head_job */
 } isa_ops;
 
-extern const isa_ops ops_generic, ops_avx2, ops_avx512;
+extern const isa_ops ops_generic, ops_avx2, ops_avx512, ops_amx;
+
+/* Whether the CPU has AMX tiles with bf16 and the kernel lets this process use them (asked once). */
+int amx_usable(void);
 
 #endif

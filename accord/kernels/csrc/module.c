@@ -13,10 +13,11 @@
 #include "pool.h"
 #include "sample.h"
 
-enum { ISA_GENERIC = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+enum { ISA_GENERIC = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AMX = 3 };
 
 static const isa_ops *ops_for(long isa) {
     switch (isa) {
+        case ISA_AMX: return &ops_amx;
         case ISA_AVX512: return &ops_avx512;
         case ISA_AVX2: return &ops_avx2;
         default: return &ops_generic;
@@ -30,6 +31,7 @@ static PyObject *cpu_isas(PyObject *self, PyObject *unused) {
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                  __builtin_cpu_supports("avx512vnni");
+    if (avx512 && amx_usable()) return Py_BuildValue("(iiii)", ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AMX);
     if (avx512) return Py_BuildValue("(iii)", ISA_GENERIC, ISA_AVX2, ISA_AVX512);
     if (avx2) return Py_BuildValue("(ii)", ISA_GENERIC, ISA_AVX2);
     return Py_BuildValue("(i)", ISA_GENERIC);
@@ -123,6 +125,7 @@ static void free_model(PyObject *capsule) {
     free(h->m.hidden);
     free(h->m.scores);
     free(h->m.unpacked);
+    free(h->m.split);
     free(h);
 }
 
@@ -150,6 +153,7 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
     handle *h = calloc(1, sizeof *h);
     if (!h) return PyErr_NoMemory();
     h->isa = isa;
+    h->m.split_prompts = isa == ISA_AMX;
     model *m = &h->m;
     m->n_layers = n_layers;
     m->dim = dim;
@@ -235,7 +239,8 @@ static int reserve(model *m, int rows, int n_logits, int nth) {
         grow((void **)&m->attn, nr * m->n_heads * m->head_dim * f) ||
         grow((void **)&m->gu, nr * 2 * m->n_ff * f) || grow((void **)&m->hidden, (size_t)lr * m->dim * f) ||
         grow((void **)&m->scores, (size_t)t * MEMBER_SCORES(m) * f) ||
-        grow((void **)&m->unpacked, (size_t)t * 2 * wide * GROUP * f)) {
+        grow((void **)&m->unpacked, (size_t)t * UNPACKED_FLOATS(wide, m->split_prompts) * f) ||
+        (m->split_prompts && grow((void **)&m->split, SPLIT_BYTES(r, m->widest)))) {
         PyErr_NoMemory();
         return -1;
     }
@@ -505,9 +510,13 @@ static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (rows <= 0) Py_RETURN_NONE;
     size_t nb = (size_t)(w.cols / QBLOCK);
     int nth = pool_threads();
-    void *q = NULL, *d = NULL, *s = NULL, *scratch = NULL;
+    void *q = NULL, *d = NULL, *s = NULL, *scratch = NULL, *split = NULL;
     if (precise) {
-        scratch = malloc((size_t)nth * 2 * w.cols * GROUP * sizeof(float));
+        scratch = malloc((size_t)nth * UNPACKED_FLOATS(w.cols, v[0] == ISA_AMX) * sizeof(float));
+        if (v[0] == ISA_AMX && !(split = malloc(SPLIT_BYTES(rows, w.cols)))) {
+            free(scratch);
+            return PyErr_NoMemory();
+        }
     } else {
         q = malloc((size_t)rows * w.cols);
         d = malloc((size_t)rows * nb * sizeof(float));
@@ -520,7 +529,7 @@ static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         free(scratch);
         return PyErr_NoMemory();
     }
-    product p = {&w, rows, (const float *)(intptr_t)v[5], (float *)(intptr_t)v[7], {q, d, s, w.cols}, scratch};
+    product p = {&w, rows, (const float *)(intptr_t)v[5], (float *)(intptr_t)v[7], {q, d, s, w.cols}, scratch, split};
     const isa_ops *ops = ops_for(v[0]);
     Py_BEGIN_ALLOW_THREADS
     pool_run(precise ? ops->float_product : ops->product, &p);
@@ -529,6 +538,7 @@ static PyObject *product_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     free(d);
     free(s);
     free(scratch);
+    free(split);
     Py_RETURN_NONE;
 }
 
@@ -580,7 +590,7 @@ static PyObject *sample_call(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"cpu_isas", cpu_isas, METH_NOARGS, "The instruction sets this CPU runs: 0 baseline, 1 AVX2, 2 AVX-512 VNNI."},
+    {"cpu_isas", cpu_isas, METH_NOARGS, "The instruction sets this CPU runs: 0 baseline, 1 AVX2, 2 AVX-512 VNNI, 3 AMX."},
     {"set_threads", set_threads, METH_O, "Set the size of the kernels' thread team; returns it."},
     {"threads", threads, METH_NOARGS, "The size of the kernels' thread team."},
     {"model_new", model_new, METH_VARARGS, "Build a model over weights, cache and rotary table by address."},
