@@ -262,7 +262,12 @@ DEPTH_TOKENS = 64
 #: A long prompt, as agent clients send (a system prompt, tool schemas, a conversation): its rows attend
 #: to thousands of positions each. llama.cpp runs it with and without flash attention; its better counts.
 LONG_PROMPT = 4000
-CAPABILITY_FLAGS = {"avx2": ("avx2", "fma"), "avx512": ("avx512f", "avx512bw", "avx512vl", "avx512dq")}
+CAPABILITY_FLAGS = {
+    "avx2": ("avx2", "fma"),
+    "avx512": ("avx512f", "avx512bw", "avx512vl", "avx512dq"),
+    # No ATEN_CPU_CAPABILITY value selects AMX: it is what an unlimited process runs where the CPU has it.
+    "amx": ("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "amx_tile", "amx_bf16"),
+}
 
 
 def _llama_bin() -> Path | None:
@@ -400,7 +405,7 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
     flags = _cpu_flags()
     caps = [c for c, need in CAPABILITY_FLAGS.items() if set(need) <= flags]
     theirs = _llama_bench(binary, packaged_model_path())
-    ours = {c: _run_side("accord-cpu", repeats, capability=c) for c in caps}
+    ours = {c: _run_side("accord-cpu", repeats, capability=None if c == "amx" else c) for c in caps}
     print(f"\nSmolLM2-135M-Instruct Q4_1, {LLAMA_THREADS} threads; llama.cpp built for this CPU")
     deep, long = f"decode@{DEPTH}", f"pp{LONG_PROMPT} tok/s"
     print(

@@ -162,6 +162,53 @@ def test_a_group_s_float_products_are_the_same_alone_and_beside_another(isa: int
         decode.set_threads(before)
 
 
+AMX = 3
+
+
+def needs_amx() -> None:
+    if AMX not in isas():
+        pytest.skip("this CPU (or its kernel) gives no AMX tiles")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("rows", [1, 15, 16, 17, 70])
+def test_amx_prompt_rows_are_float32_accurate_and_independent_of_the_tile(kind: QuantKind, rows: int) -> None:
+    """On tiles, prompt rows go 16 at a time (the last tile padded with zero rows) through bf16 parts of
+    the activations: every row must stay within float32 rounding of the exact product, in a full tile,
+    in a padded one and alone, and with three members sharing 40 groups."""
+    needs_amx()
+    raw = blocks(kind, 640, 192, seed=rows)
+    packed = PackedLinear(raw, kind)
+    w = dequantize(raw, kind)
+    x = torch.randn(rows, 192, generator=torch.Generator().manual_seed(rows)) * torch.linspace(0.01, 30, 192)
+    x[0, :7] = 0.0
+    before = _decode_threads()
+    decode.set_threads(3)
+    try:
+        got = packed.matmul(x, isa=AMX, precise=True)
+    finally:
+        decode.set_threads(before)
+    want = x.double() @ w.double().T
+    bound = 192 * 2**-23 * (x.abs().double() @ w.abs().double().T)
+    assert ((got.double() - want).abs() <= bound).all()
+    for r in {0, rows // 2, rows - 1}:
+        assert torch.equal(packed.matmul(x[r : r + 1], isa=AMX, precise=True)[0], got[r])
+
+
+def test_amx_products_survive_other_code_releasing_the_tiles() -> None:
+    """torch's oneDNN kernels release the thread's tiles after their own AMX work (TILERELEASE); a
+    product after that must configure them again rather than fault."""
+    needs_amx()
+    raw = blocks(QuantKind.Q4_1, 64, 256, seed=5)
+    packed = PackedLinear(raw, QuantKind.Q4_1)
+    x = torch.randn(20, 256, generator=torch.Generator().manual_seed(6))
+    first = packed.matmul(x, isa=AMX, precise=True)
+    a = torch.randn(256, 256, dtype=torch.bfloat16)
+    for _ in range(3):
+        a = a @ a.T / 16  # bf16 GEMMs: oneDNN's AMX kernels where the CPU has them
+    assert torch.equal(packed.matmul(x, isa=AMX, precise=True), first)
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 def test_every_instruction_set_gives_the_baseline_s_numbers(kind: QuantKind) -> None:
     """Integer sums are exact on every path; only the order of float additions differs."""

@@ -27,8 +27,8 @@
 #define SCALE_BEHIND 3
 #define SUMS_RING 4 /* > SCALE_BEHIND */
 
-static __thread int amx_configured;
-
+/* Configured at every product: other code on the thread (oneDNN's AMX kernels, which torch runs) may
+ * release the tiles between two products (TILERELEASE), after which a tile instruction faults. */
 static TARGET void amx_configure(void) {
     struct {
         uint8_t palette, start_row, reserved[14];
@@ -39,7 +39,6 @@ static TARGET void amx_configure(void) {
     cfg.palette = 1;
     for (int t = 0; t < 7; t++) cfg.rows[t] = AMX_ROWS, cfg.colsb[t] = 64;
     _tile_loadconfig(&cfg);
-    amx_configured = 1;
 }
 
 /* Rows [ith, ith + nth, ...) of x (`rows` rows, xstride apart) into the shared split: three planes
@@ -183,7 +182,7 @@ INLINE void amx_product_part(const qmatrix *w, const float *x, size_t xstride, i
     int cols = w->cols, nb = cols / QBLOCK, rows16 = SPLIT_ROWS(rows);
     amx_split_part(x, xstride, cols, rows, split, ith, nth);
     pool_barrier(nth);
-    if (!amx_configured) amx_configure();
+    amx_configure();
     const uint16_t *hi = (const uint16_t *)split, *mid = hi + (size_t)rows16 * cols, *lo = mid + (size_t)rows16 * cols;
     const float *xsums = (const float *)(split + SPLIT_PLANES_BYTES(rows, cols));
     size_t gb = group_block_bytes(w->kind), per_group = (size_t)nb * AMX_ROWS * 32;
@@ -210,6 +209,7 @@ INLINE void amx_product_part(const qmatrix *w, const float *x, size_t xstride, i
             for (int j = 0; j < n; j++) put(w, claimed[j], &acc[j][0][0], m0, mt, out, ostride, accumulate);
         }
     }
+    _tile_release(); /* the thread's tile state back to its initial one, which a context switch skips */
 }
 #undef AMX_STEP
 #undef AMX_RUN_ROWS
