@@ -589,6 +589,10 @@ INLINE void attend_run(const step *s, int l, int m0, int r, int g, float *scores
     }
 }
 
+#ifdef AMX_PROMPTS
+#include "amx_attention.h"
+#endif
+
 /* Head h of row m from the partial results of its spans (`spans` of them): the largest score over all,
  * each span's sum and output rescaled to it. One span is the single-pass result, bit for bit. */
 INLINE void merge(const step *s, int m, int h, const float *partials, int spans) {
@@ -751,6 +755,12 @@ static TARGET void NAME(step_task)(void *ctx, int ith, int nth) {
             claims c = claim_units(n_runs * md->n_kv_heads, ith, nth);
             for (int task; (task = next_unit(&c)) >= 0;) {
                 int run = task / md->n_kv_heads, m0 = run_start[run];
+#ifdef AMX_PROMPTS
+                if (md->head_dim % 32 == 0) {
+                    amx_attend_run(s, l, m0, run_start[run + 1] - m0, task % md->n_kv_heads, scores);
+                    continue;
+                }
+#endif
                 attend_run(s, l, m0, run_start[run + 1] - m0, task % md->n_kv_heads, scores);
             }
             pool_barrier(nth);
