@@ -268,3 +268,36 @@ def test_smollm2_matches_the_float32_reference_on_a_chat_prompt(
         best = want.topk(2, dim=-1).values
         clear = (best[:, 0] - best[:, 1]) > 0.5
         assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
+
+
+def test_amx_prompts_are_as_close_to_the_reference_as_avx512(
+    tmp_path: Path, vocabulary: TokenizerData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AMX runs a prompt's products and attention on tiles, through exact bf16 parts of float32 values
+    summed in the tile unit's own order. Its logits are not AVX-512's bits, but they must be no further
+    from an independent float32 reference than AVX-512's are, for the prompt rows and for a decode row
+    that reads the cache the prompt wrote (60 tokens: runs of 16 and a padded last tile)."""
+    from accord.kernels import decode as kernels
+
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    if not kernels.available() or kernels.ISA_NAMES[kernels.instruction_set()] != "avx512-amx":
+        pytest.skip("this CPU (or its kernel) gives no AMX tiles")
+    path = tmp_path / "tiny.gguf"
+    write_tiny_llama(path, vocabulary, Q.Q4_1, False)
+    for seed in range(3):
+        ids = [int(i) for i in np.random.default_rng(seed).integers(20, VOCAB, 60)]
+        reference = ReferenceLlama(path).logits(ids)
+        error = {}
+        for capability in ("avx512", None):
+            if capability is None:
+                monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+            else:
+                monkeypatch.setenv("ATEN_CPU_CAPABILITY", capability)
+            prompt, decode = engine_logits(path, ids)
+            error[capability] = (
+                float((prompt - reference[:-1]).abs().max()),
+                float((decode - reference[-1]).abs().max()),
+            )
+        spread = float(reference.std())
+        for amx, avx512 in zip(error[None], error["avx512"], strict=True):
+            assert amx <= 1.05 * avx512 + 0.01 * spread, error
