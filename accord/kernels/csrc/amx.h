@@ -41,6 +41,19 @@ static TARGET void amx_configure(void) {
     _tile_loadconfig(&cfg);
 }
 
+/* 16 floats as three bf16 parts whose sum is exactly each float: the top 8 bits of its significand,
+ * the next 8 of what is left, then the rest. */
+INLINE void amx_split16(__m512 v, uint16_t *hi, uint16_t *mid, uint16_t *lo) {
+    const __m512i top = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512 h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), top));
+    __m512 r = _mm512_sub_ps(v, h);
+    __m512 md = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(r), top));
+    __m512 l = _mm512_sub_ps(r, md);
+    _mm256_storeu_si256((__m256i *)hi, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(h), 16)));
+    _mm256_storeu_si256((__m256i *)mid, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(md), 16)));
+    _mm256_storeu_si256((__m256i *)lo, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(l), 16)));
+}
+
 /* Rows [ith, ith + nth, ...) of x (`rows` rows, xstride apart) into the shared split: three planes
  * of bf16 parts [3][rows16][cols], then each row's block sums [rows16][cols / 32]. Rows from `rows`
  * up to the next multiple of 16 are zero. */
@@ -48,7 +61,6 @@ INLINE void amx_split_part(const float *x, size_t xstride, int cols, int rows, u
     int rows16 = SPLIT_ROWS(rows), nb = cols / QBLOCK;
     uint16_t *planes = (uint16_t *)split;
     float *sums = (float *)(split + SPLIT_PLANES_BYTES(rows, cols));
-    const __m512i top = _mm512_set1_epi32((int)0xFFFF0000u);
     for (int m = ith; m < rows16; m += nth) {
         uint16_t *hi = planes + (size_t)m * cols, *mid = hi + (size_t)rows16 * cols, *lo = mid + (size_t)rows16 * cols;
         if (m >= rows) {
@@ -61,13 +73,7 @@ INLINE void amx_split_part(const float *x, size_t xstride, int cols, int rows, u
             __m512 block_sum = _mm512_setzero_ps();
             for (int i = b * QBLOCK; i < (b + 1) * QBLOCK; i += 16) {
                 __m512 v = _mm512_loadu_ps(row + i);
-                __m512 h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), top));
-                __m512 r = _mm512_sub_ps(v, h);
-                __m512 md = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(r), top));
-                __m512 l = _mm512_sub_ps(r, md);
-                _mm256_storeu_si256((__m256i *)(hi + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(h), 16)));
-                _mm256_storeu_si256((__m256i *)(mid + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(md), 16)));
-                _mm256_storeu_si256((__m256i *)(lo + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(l), 16)));
+                amx_split16(v, hi + i, mid + i, lo + i);
                 block_sum = _mm512_add_ps(block_sum, v);
             }
             sums[(size_t)m * nb + b] = _mm512_reduce_add_ps(block_sum);

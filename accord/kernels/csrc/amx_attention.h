@@ -27,21 +27,13 @@ INLINE __m512i amx_interleave(const uint16_t *a, const uint16_t *b) {
 /* `n` floats of each of 16 rows (`stride` apart; rows from `rows` on, and row i's values from
  * `keep[i]` on, as zero) into three bf16 planes [3][16][width], `width` >= n. */
 INLINE void amx_split_tile(const float *x, size_t stride, int rows, const int *keep, int n, int width, uint16_t *planes) {
-    const __m512i top = _mm512_set1_epi32((int)0xFFFF0000u);
     for (int i = 0; i < 16; i++) {
         uint16_t *hi = planes + (size_t)i * width, *mid = hi + (size_t)16 * width, *lo = mid + (size_t)16 * width;
         int upto = i < rows ? (keep && keep[i] < n ? keep[i] : n) : 0;
         if (upto < 0) upto = 0;
         for (int c = 0; c < width; c += 16) {
             __mmask16 live = c >= upto ? 0 : upto - c >= 16 ? 0xFFFF : (__mmask16)((1u << (upto - c)) - 1);
-            __m512 v = _mm512_maskz_loadu_ps(live, x + (size_t)i * stride + c);
-            __m512 h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), top));
-            __m512 r = _mm512_sub_ps(v, h);
-            __m512 md = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(r), top));
-            __m512 l = _mm512_sub_ps(r, md);
-            _mm256_storeu_si256((__m256i *)(hi + c), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(h), 16)));
-            _mm256_storeu_si256((__m256i *)(mid + c), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(md), 16)));
-            _mm256_storeu_si256((__m256i *)(lo + c), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(l), 16)));
+            amx_split16(_mm512_maskz_loadu_ps(live, x + (size_t)i * stride + c), hi + c, mid + c, lo + c);
         }
     }
 }
