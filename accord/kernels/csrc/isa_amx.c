@@ -1,5 +1,11 @@
 /* The kernels for CPUs with AMX tiles and their bf16 dot products (Sapphire Rapids on): decode rows as
  * on AVX-512, prompt rows on the tiles (amx.h). */
+#include "model.h"
+
+/* AMX intrinsics came with GCC 11 and Clang 12: an older compiler builds the other instruction sets
+ * and reports no AMX. */
+#if defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11
+
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -33,3 +39,11 @@ int amx_usable(void) {
     }
     return usable;
 }
+
+#else
+
+const isa_ops ops_amx = {0};
+
+int amx_usable(void) { return 0; }
+
+#endif
