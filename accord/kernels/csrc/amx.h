@@ -17,11 +17,14 @@
  * step are zero). So this is an instruction set of its own, `ATEN_CPU_CAPABILITY=avx512` lowers it, and
  * decode rows take the AVX-512 8-bit products unchanged.
  *
- * Tiles: 0, 1, 2 hold 16 rows of a block of the lo, mid and hi parts; 3 a block of the group's weights
- * (16 rows of pairs: weights 2k and 2k + 1 of each of the group's 16 rows); 4 and 5 take turns as the
- * sums, so one block's sums are stored out while the next block's are made. A block's sums are scaled
- * SCALE_BEHIND blocks later, once their store has reached the cache (a vector load of bytes a tile has
- * just stored waits for them). */
+ * Order: a member unpacks up to AMX_GROUPS groups, then takes the step's rows a tile of 16 at a time,
+ * and for each block loads the tile's three parts once and multiplies them with each of its groups'
+ * weights in turn (AMX_STEP). Tiles: 0, 1, 2 hold 16 rows of a block of the lo, mid and hi parts; 3 and
+ * 6 take turns as a block of a group's weights (16 rows of pairs: weights 2k and 2k + 1 of each of the
+ * group's 16 rows); 4 and 5 take turns as the sums, so one step's sums are stored out while the next
+ * step's are made. A step's sums are scaled SCALE_BEHIND steps later, once their store has reached the
+ * cache (a vector load of bytes a tile has just stored waits for them). The same tiles (all 16 rows of
+ * 64 bytes) serve the attention of amx_attention.h. */
 
 #define AMX_ROWS 16
 #define SCALE_BEHIND 3
