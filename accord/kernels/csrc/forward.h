@@ -30,6 +30,14 @@
 #include "pack.h"
 #include "pool.h"
 
+/* Whether prompt products run on AMX tiles here (isa_amx.c defines AMX_PROMPTS): it sets the size of a
+ * member's share of the unpacked-weights scratch (UNPACKED_FLOATS). */
+#ifdef AMX_PROMPTS
+#define PROMPT_TILES 1
+#else
+#define PROMPT_TILES 0
+#endif
+
 /* -- activations ------------------------------------------------------------------------------ */
 
 
@@ -259,7 +267,7 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
 }
 
 /* This member's share of out[m][r] (+)= w[r] . x[m] in float32 (x rows `xstride` apart); `wf` is the
- * member's own scratch of 2 * cols * GROUP floats. Where the instruction set multiplies two groups at
+ * member's own scratch of UNPACKED_FLOATS(cols, 0) floats. Where the instruction set multiplies two groups at
  * once (PAIRED_FLOAT_DOTS 1: one vector holds a group's row of weights, so a pair lets each activation
  * value read serve two multiply-adds), groups are claimed and unpacked two at a time. Each output
  * value still takes the same sequence of multiply-adds, so the numbers are those of one at a time. */
@@ -268,10 +276,9 @@ INLINE void unpack_group(const qmatrix *w, int g, float *wf) {
 #endif
 INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride, int rows, float *out,
                                size_t ostride, int accumulate, float *wf, uint8_t *split, int ith, int nth) {
-#ifdef AMX_PROMPTS
+#ifdef AMX_PROMPTS /* on the tiles (amx.h); `split`: the team's split of x */
     amx_product_part(w, x, xstride, rows, out, ostride, accumulate, wf, split, ith, nth);
-    return;
-#endif
+#else
     (void)split;
     float res[TILE * GROUP], res2[TILE * GROUP], *wf2 = wf + (size_t)w->cols * GROUP;
     claims c = claim_units(matrix_groups(w), ith, nth);
@@ -290,6 +297,7 @@ INLINE void float_product_part(const qmatrix *w, const float *x, size_t xstride,
             put(w, g, res, m0, mt, out, ostride, accumulate);
         }
     }
+#endif
 }
 
 static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {
@@ -301,7 +309,7 @@ static TARGET void NAME(product_task)(void *ctx, int ith, int nth) {
 
 static TARGET void NAME(float_product_task)(void *ctx, int ith, int nth) {
     product *p = ctx;
-    float *wf = p->scratch + (size_t)ith * UNPACKED_FLOATS(p->w->cols, p->split != NULL);
+    float *wf = p->scratch + (size_t)ith * UNPACKED_FLOATS(p->w->cols, PROMPT_TILES);
     float_product_part(p->w, p->x, (size_t)p->w->cols, p->rows, p->out, (size_t)p->w->rows, 0, wf, p->split, ith, nth);
 }
 
@@ -695,7 +703,7 @@ INLINE void project(const step *s, const qmatrix *w, const float *in, float *out
                     int ith, int nth) {
     const model *md = s->m;
     if (s->precise) {
-        float *wf = md->unpacked + (size_t)ith * UNPACKED_FLOATS(md->widest, md->split_prompts);
+        float *wf = md->unpacked + (size_t)ith * UNPACKED_FLOATS(md->widest, PROMPT_TILES);
         float_product_part(w, in, (size_t)w->cols, s->rows, out, ostride, accumulate, wf, md->split, ith, nth);
     } else {
         qacts a = step_acts(md, w->cols);

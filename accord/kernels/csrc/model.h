@@ -63,7 +63,6 @@ typedef struct {
     int8_t *aq;
     float *ad, *as, *x, *h, *qkv, *attn, *gu, *hidden, *scores, *unpacked;
     float *partials; /* per decode row, span and head: output, largest score, sum (hd + 2 floats) */
-    int split_prompts; /* prompt products on AMX tiles: `split` is grown with the rows */
     uint8_t *split;  /* AMX only: a prompt product's split activations (SPLIT_BYTES of the widest) */
 } model;
 

@@ -153,7 +153,6 @@ static PyObject *model_new(PyObject *self, PyObject *args) {
     handle *h = calloc(1, sizeof *h);
     if (!h) return PyErr_NoMemory();
     h->isa = isa;
-    h->m.split_prompts = isa == ISA_AMX;
     model *m = &h->m;
     m->n_layers = n_layers;
     m->dim = dim;
@@ -227,10 +226,11 @@ fail:
     return NULL;
 }
 
-/* Grows the model's scratch to hold `rows` rows, `n_logits` logit rows and `nth` members. */
-static int reserve(model *m, int rows, int n_logits, int nth) {
+/* Grows the model's scratch to hold `rows` rows, `n_logits` logit rows and `nth` members, for
+ * instruction set `isa` (AMX's prompt products unpack more weights at a time, and split activations). */
+static int reserve(model *m, long isa, int rows, int n_logits, int nth) {
     if (rows <= m->cap_rows && n_logits <= m->cap_logits && nth <= m->cap_threads) return 0;
-    int r = rows > m->cap_rows ? rows : m->cap_rows, t = nth > m->cap_threads ? nth : m->cap_threads;
+    int r = rows > m->cap_rows ? rows : m->cap_rows, t = nth > m->cap_threads ? nth : m->cap_threads, tiles = isa == ISA_AMX;
     int lr = n_logits > m->cap_logits ? n_logits : m->cap_logits;
     size_t nr = (size_t)r, wide = (size_t)m->widest, f = sizeof(float);
     if (grow((void **)&m->aq, nr * wide) || grow((void **)&m->x, nr * m->dim * f) || grow((void **)&m->ad, nr * (wide / QBLOCK) * f) ||
@@ -239,8 +239,8 @@ static int reserve(model *m, int rows, int n_logits, int nth) {
         grow((void **)&m->attn, nr * m->n_heads * m->head_dim * f) ||
         grow((void **)&m->gu, nr * 2 * m->n_ff * f) || grow((void **)&m->hidden, (size_t)lr * m->dim * f) ||
         grow((void **)&m->scores, (size_t)t * MEMBER_SCORES(m) * f) ||
-        grow((void **)&m->unpacked, (size_t)t * UNPACKED_FLOATS(wide, m->split_prompts) * f) ||
-        (m->split_prompts && grow((void **)&m->split, SPLIT_BYTES(r, m->widest)))) {
+        grow((void **)&m->unpacked, (size_t)t * UNPACKED_FLOATS(wide, tiles) * f) ||
+        (tiles && grow((void **)&m->split, SPLIT_BYTES(r, m->widest)))) {
         PyErr_NoMemory();
         return -1;
     }
@@ -387,7 +387,7 @@ static PyObject *run_step(PyObject *self, PyObject *args) {
             }
         }
     }
-    if (reserve(m, (int)rows, (int)n_logits, pool_threads()) < 0) return NULL;
+    if (reserve(m, h->isa, (int)rows, (int)n_logits, pool_threads()) < 0) return NULL;
     /* A decode row's sequence is attended to in spans of SPAN positions (forward.h). */
     if ((size_t)rows + 1 > in->cap_spans) {
         if (grow((void **)&in->spans, ((size_t)rows + 1) * sizeof(int32_t)) < 0) return PyErr_NoMemory();
@@ -429,7 +429,7 @@ static PyObject *logits_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (args_to_addresses(args + 1, 3, v) < 0) return NULL;
     head_job job = {&h->m, (int)v[0], (const float *)(intptr_t)v[1], (float *)(intptr_t)v[2]};
     if (job.rows <= 0) Py_RETURN_NONE;
-    if (reserve(&h->m, job.rows, job.rows, pool_threads()) < 0) return NULL;
+    if (reserve(&h->m, h->isa, job.rows, job.rows, pool_threads()) < 0) return NULL;
     const isa_ops *ops = ops_for(h->isa);
     Py_BEGIN_ALLOW_THREADS
     pool_run(ops->logits, &job);
