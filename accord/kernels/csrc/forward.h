@@ -55,16 +55,15 @@ INLINE void quantize_blocks(const float *x, int cols, qacts *a, int m, int b0, i
         float amax = vmaxall(top);
         float scale = amax / 127.0f;
         float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        int32_t t[QBLOCK];
+        vi total = {0};
         for (int c = 0; c < QBLOCK; c += LANES) {
             vi qc = __builtin_convertvector(vround(vload(xb + c) * inv), vi);
-            memcpy(t + c, &qc, sizeof qc);
+            vq bytes = __builtin_convertvector(qc, vq);
+            memcpy(q + b * QBLOCK + c, &bytes, sizeof bytes);
+            total += qc;
         }
         int32_t sum = 0;
-        for (int j = 0; j < QBLOCK; j++) {
-            q[b * QBLOCK + j] = (int8_t)t[j];
-            sum += t[j];
-        }
+        for (int j = 0; j < LANES; j++) sum += total[j];
         d[b] = scale;
         s[b] = scale * (float)sum;
     }

@@ -15,6 +15,7 @@ typedef float vf __attribute__((vector_size(LANES * 4)));
 typedef int32_t vi __attribute__((vector_size(LANES * 4)));
 typedef uint32_t vu __attribute__((vector_size(LANES * 4)));
 typedef uint16_t vh __attribute__((vector_size(LANES * 2)));
+typedef int8_t vq __attribute__((vector_size(LANES)));
 
 INLINE vf vload(const float *p) {
     vf v;
@@ -31,13 +32,21 @@ INLINE vf vsplat(float x) {
     return __builtin_shuffle(v, (vi){0});
 }
 
+/* LANES bf16 values as float32 (exact: the bf16 bits are the top half of the float's). On AVX-512 one
+ * widening load and a shift; written on the portable types, GCC's default tuning (256-bit vectors
+ * preferred) widens in eight-lane halves and puts them back together. */
 INLINE vf vbf16(const uint16_t *p) {
+#if LANES == 16
+    __m512i bits = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16);
+    return _mm512_castsi512_ps(bits);
+#else
     vh h;
     memcpy(&h, p, sizeof h);
     vu bits = __builtin_convertvector(h, vu) << 16;
     vf v;
     memcpy(&v, &bits, sizeof v);
     return v;
+#endif
 }
 
 /* LANES fp16 values as float32. */
@@ -83,7 +92,16 @@ INLINE float vsum(vf v) {
     return t[0];
 }
 
+/* The largest lane (max is exact, so any order of comparisons gives it; here in registers where the
+ * instruction set has the shuffles). */
 INLINE float vmaxall(vf v) {
+#if LANES == 16
+    return _mm512_reduce_max_ps(v);
+#elif LANES == 8
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+#endif
     float t[LANES];
     memcpy(t, &v, sizeof t);
     for (int w = LANES / 2; w > 0; w /= 2) {
