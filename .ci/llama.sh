@@ -32,6 +32,12 @@
 # (whose decode does not reach the crash); a 512-token prompt 740-1127 tok/s over eight runs of this
 # build, 211 in one run without AMX.
 #
+# `LLAMA_TARGET=avx2` builds instead what an AVX2-only CPU (Haswell, Zen 1-3) runs: GGML_NATIVE off, and
+# AVX, AVX2, FMA, F16C and BMI2 on, nothing newer (no AVX-512, VNNI or AMX). It runs on any CPU that
+# has those, so its cache key is the word `avx2`, not the CPU's flags. On a newer CPU it gives the
+# benchmarks a llama.cpp to set beside accord's AVX2 kernels on the same machine in the same run:
+# what an AVX2 machine would compare, rather than llama.cpp's AMX or AVX-512 kernels.
+#
 # Network features are off: no libcurl, no OpenSSL, no web UI download from the model hub; the server
 # only ever loads a local GGUF given with -m.
 set -euo pipefail
@@ -45,10 +51,25 @@ cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/accord"
 isa_flags="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | tr ' ' '\n' \
     | (grep -E '^(sse|ssse3|avx|amx|fma|f16c|bmi)' || true) | LC_ALL=C sort)"
 extra=()
-if grep -qx amx_tile <<<"$isa_flags"; then
-    extra=("-DCMAKE_CXX_FLAGS=-fno-tree-dse -fno-dse")
-fi
-isa="$(printf '%s\n' "$isa_flags" "${extra[@]}" | sha256sum | cut -c1-12)"
+case "${LLAMA_TARGET:-native}" in
+    native)
+        target=(-DGGML_NATIVE=ON)
+        if grep -qx amx_tile <<<"$isa_flags"; then
+            extra=("-DCMAKE_CXX_FLAGS=-fno-tree-dse -fno-dse")
+        fi
+        isa="$(printf '%s\n' "$isa_flags" "${extra[@]}" | sha256sum | cut -c1-12)"
+        ;;
+    avx2)
+        target=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+            -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF
+            -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+        isa=avx2
+        ;;
+    *)
+        echo "LLAMA_TARGET must be native or avx2, not ${LLAMA_TARGET}" >&2
+        exit 2
+        ;;
+esac
 prefix="$cache_root/llama.cpp-$version-$isa"
 bin="$prefix/bin"
 
@@ -84,7 +105,7 @@ trap 'rm -rf "$work"' EXIT
 
     cmake -S "$src" -B "$work/build" \
         -DCMAKE_BUILD_TYPE=Release \
-        -DGGML_NATIVE=ON \
+        "${target[@]}" \
         -DBUILD_SHARED_LIBS=OFF \
         -DLLAMA_OPENSSL=OFF \
         -DLLAMA_BUILD_UI=OFF \
