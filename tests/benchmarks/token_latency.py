@@ -25,10 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def serving(args: list[str], health: str, *, timeout: float) -> Iterator[subprocess.Popen[bytes]]:
+def serving(
+    args: list[str], health: str, *, timeout: float, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """``args`` run from the repository root until the block ends, once ``health`` answers 200;
-    yields the process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    yields the process. ``env``: variables set for it on top of this process's."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + timeout
