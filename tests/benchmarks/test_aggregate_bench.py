@@ -3,7 +3,8 @@ streams, against llama.cpp's ``llama-server -np 8`` on the same GGUF and threads
 Where the CPU has more than AVX2 and llama.cpp's AVX2 build is cached (``LLAMA_TARGET=avx2 bash
 .ci/llama.sh``), the pair runs a second time: accord on its AVX2 kernels against that build.
 
-Each server runs alone in its own process, one after the other, on every core this process may use.
+Both servers run in their own processes, up at once but taking turns (one concurrency at a time, the
+other server idle on its socket), on every core this process may use.
 Every stream asks the same greedy question with the same output limit; a round's throughput is the
 output tokens of all its streams over the round's wall time (accord: ``usage.output_tokens`` of each
 terminal event; llama-server: its token events). Printed: tokens/s per path and concurrency,
@@ -106,33 +107,31 @@ def _pair(
     prompt: list[int],
     env: dict[str, str],
 ) -> tuple[dict[int, float], dict[int, float], float, float]:
-    """accord's server (with ``env``) and then ``llama-server`` from ``directory``, each alone: tokens a
-    second per concurrency, and each server's peak RSS."""
+    """accord's server (with ``env``) and ``llama-server`` from ``directory``: tokens a second per
+    concurrency, and each server's peak RSS. Both are up at once but take turns, one concurrency at a
+    time (an idle server waits on its socket), so a machine whose speed drifts moves both alike."""
     threads = len(os.sched_getaffinity(0))
     ours: dict[int, float] = {}
+    theirs: dict[int, float] = {}
     port = free_port()
     front = f"http://127.0.0.1:{port}"
     serve = [sys.executable, "-m", "accord.cli", "serve", "--model", str(gguf), "--port", str(port)]
     serve += ["--data-dir", str(tmp_path / "data"), "--store", "none", "--log-format", "json"]
+    direct = {"prompt": prompt, "stream": True, "max_tokens": TOKENS, "temperature": 0}
     with serving(serve, front + "/ready", timeout=120, env=env) as process:
-        for streams in CONCURRENCY:
-            ours[streams] = anyio.run(_throughput, _accord_stream, front + "/v1/responses", body, streams)
+        llama = LlamaServer(directory / "llama-server", gguf, ctx=16 * 512, slots=8, threads=threads)
+        llama.start(tmp_path)
+        try:
+            for streams in CONCURRENCY:
+                ours[streams] = anyio.run(_throughput, _accord_stream, front + "/v1/responses", body, streams)
+                theirs[streams] = anyio.run(
+                    _throughput, _llama_stream, llama.url + "/v1/completions", direct, streams
+                )
+            assert llama.process is not None
+            their_peak = peak_rss_mib(llama.process.pid)
+        finally:
+            llama.stop()
         our_peak = peak_rss_mib(process.pid)
-
-    theirs: dict[int, float] = {}
-    llama = LlamaServer(directory / "llama-server", gguf, ctx=16 * 512, slots=8, threads=threads).start(
-        tmp_path
-    )
-    try:
-        direct = {"prompt": prompt, "stream": True, "max_tokens": TOKENS, "temperature": 0}
-        for streams in CONCURRENCY:
-            theirs[streams] = anyio.run(
-                _throughput, _llama_stream, llama.url + "/v1/completions", direct, streams
-            )
-        assert llama.process is not None
-        their_peak = peak_rss_mib(llama.process.pid)
-    finally:
-        llama.stop()
     return ours, theirs, our_peak, their_peak
 
 
