@@ -32,6 +32,7 @@ from accord.adapters.requests import ResponsesRequest
 from accord.config import Settings
 from accord.engine.upstream import SSEDecoder, load_model_files
 from tests.benchmarks.token_latency import bench_client, peak_rss_mib, serving
+from tests.cpu import capability_env, has_capability
 from tests.remote.conftest import smollm2_path
 from tests.remote.llama_server import NOT_BUILT, LlamaServer, llama_bin_dir
 from tests.serving import free_port
@@ -86,17 +87,6 @@ async def _throughput(read: Reader, url: str, body: dict[str, object], streams: 
             assert all(c > 0 for c in counts)
             best = max(best, sum(counts) / wall)
     return best
-
-
-#: ATEN_CPU_CAPABILITY (and oneDNN's limit) for the accord server that is set beside llama.cpp's AVX2 build.
-AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-
-
-def _cpu_flags() -> set[str]:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
 
 
 def _pair(
@@ -157,8 +147,8 @@ def test_aggregate_throughput_against_llama_server(tmp_path: Path) -> None:
 
     pairs: dict[str, tuple[Path, dict[str, str]]] = {"native": (directory, {})}
     avx2 = llama_bin_dir("avx2")
-    if {"avx2", "avx512f"} <= _cpu_flags() and avx2 is not None:
-        pairs["avx2"] = (avx2, AVX2_ENV)
+    if has_capability("avx2") and has_capability("avx512") and avx2 is not None:
+        pairs["avx2"] = (avx2, capability_env("avx2"))
     results = {}
     for target, (binary, env) in pairs.items():
         results[target] = _pair(tmp_path / target, gguf, binary, body, prompt, env)

