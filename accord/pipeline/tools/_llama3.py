@@ -27,7 +27,7 @@ _KEY_PREFIX = re.compile(r'\{[ \t\r\n]*(?:"[^"\\]*)?')
 
 
 class Llama3Format(CallFormat):
-    openers = ("<|python_tag|>",)
+    openers: tuple[str, ...] = ("<|python_tag|>",)
     bare_calls = True
     checks_payload_prefix = True
 

@@ -33,7 +33,7 @@ _V11_HEADER = re.compile(
 
 
 class MistralFormat(CallFormat):
-    openers = (MISTRAL_TOOL_CALLS,)
+    openers: tuple[str, ...] = (MISTRAL_TOOL_CALLS,)
     opener_at_end_is_markup = True
     array_payload = True
     header_cap = 128
