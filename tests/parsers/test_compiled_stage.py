@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_compiled_module_is_built_from_its_current_source() -> None:
+    if not Path(accord.pipeline.parse.__file__).is_relative_to(ROOT):
+        pytest.skip("accord is installed from a wheel here: its sources and builds came together")
     stale = [
         str(source.relative_to(ROOT))
         for source, built in compiled_modules()
