@@ -24,7 +24,12 @@
  * group's 16 rows); 4 and 5 take turns as the sums, so one step's sums are stored out while the next
  * step's are made. A step's sums are scaled SCALE_BEHIND steps later, once their store has reached the
  * cache (a vector load of bytes a tile has just stored waits for them). The same tiles (all 16 rows of
- * 64 bytes) serve the attention of amx_attention.h. */
+ * 64 bytes) serve the attention of amx_attention.h.
+ *
+ * What bounds it (a 512-token SmolLM2 prompt, 2 threads, Xeon, builds taking turns): not the tile
+ * products -- with one of the three parts' products left out the prompt ran at the same speed -- but
+ * the scaling after them: with amx_scale left out it ran 20-35% faster. Scaling the sums 6 steps
+ * behind instead of 3, or moving the sums ring and the accumulators apart, changed nothing. */
 
 #define AMX_ROWS 16
 #define SCALE_BEHIND 3
