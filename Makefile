@@ -13,11 +13,11 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# What setup.py compiles: the decode kernels, and the parse stage's Python (mypyc). A compiled module
-# is imported in place of its .py, so an edit to one of these rebuilds them before anything runs.
+# setup.py compiles the decode kernels and the parse stage's Python (mypyc; it names which modules).
+# A compiled module is imported in place of its .py, so an edit under these rebuilds before anything
+# runs (any module of accord/pipeline counts: a superset, rather than a second copy of setup.py's list).
 BUILT := $(VENV)/.built
-COMPILED := setup.py $(wildcard accord/kernels/csrc/*) accord/pipeline/parse.py accord/pipeline/holdback.py \
-	$(wildcard accord/pipeline/reasoning/*.py accord/pipeline/tools/*.py)
+COMPILED := setup.py $(wildcard accord/kernels/csrc/*) $(wildcard accord/pipeline/*.py accord/pipeline/*/*.py)
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0 || $(BIN)/pip install --quiet torch

@@ -119,6 +119,11 @@ def build(family: str, size: int) -> Truth:
     return Truth("".join(parts), reasoning, "".join(content), calls)
 
 
+def chunked(text: str, size: int) -> list[Chunk]:
+    """``text`` as engine deltas of ``size`` characters, one token each."""
+    return [Chunk(text=text[i : i + size], token_ids=(0,)) for i in range(0, len(text), size)]
+
+
 def _stage(family: str) -> ParseStage:
     if family == "glm47":
         return ParseStage(reasoning_parser("glm47")(None), tool_parser("glm47")(TOOLS))
@@ -196,9 +201,9 @@ def test_parse_stage_throughput_and_linearity(family: str) -> None:
     for size in SIZES:
         truth = build(family, size)
         text = truth.output
-        deltas = [Chunk(text=text[i : i + DELTA], token_ids=(0,)) for i in range(0, len(text), DELTA)]
+        deltas = chunked(text, DELTA)
         check(truth, _run(family, deltas), DELTA)
-        check(truth, _run(family, [Chunk(text=text, token_ids=(0,))]))
+        check(truth, _run(family, chunked(text, len(text))))
         cases[size] = (text, deltas)
     # The sizes take turns, round after round, and each keeps its best: a change in the machine's
     # speed while the test runs (seen: twice as slow for a minute on a shared 2-core guest) then falls
@@ -207,7 +212,7 @@ def test_parse_stage_throughput_and_linearity(family: str) -> None:
     whole = dict.fromkeys(SIZES, float("inf"))
     for _ in range(ROUNDS):
         for size, (text, deltas) in cases.items():
-            whole_text = [Chunk(text=text, token_ids=(0,))]
+            whole_text = chunked(text, len(text))
             run = _cpu(lambda d=deltas: _time_run(family, d), 1)  # type: ignore[misc]
             seconds[size] = min(seconds[size], run)
             run = _cpu(lambda w=whole_text: _time_run(family, w), whole_repeat(size) // 2)  # type: ignore[misc]
@@ -228,7 +233,7 @@ def test_parse_stage_throughput_and_linearity(family: str) -> None:
 def streamed_seconds(family: str, size: int, rounds: int) -> float:
     """Best process CPU time to stream an output of ``size`` in ``DELTA``-character deltas."""
     text = build(family, size).output
-    deltas = [Chunk(text=text[i : i + DELTA], token_ids=(0,)) for i in range(0, len(text), DELTA)]
+    deltas = chunked(text, DELTA)
     return min(_cpu(lambda: _time_run(family, deltas), 1) for _ in range(rounds))
 
 
@@ -273,7 +278,7 @@ def test_parse_stage_ground_truth_small(family: str) -> None:
     truth = build(family, 5 * KB)
     text = truth.output
     for size in (1, 3, DELTA, 17):
-        deltas = [Chunk(text=text[i : i + size], token_ids=(0,)) for i in range(0, len(text), size)]
+        deltas = chunked(text, size)
         check(truth, _run(family, deltas), size)
 
 
@@ -347,8 +352,8 @@ def test_parse_stage_against_peer_parsers(family: str) -> None:
     for size in SIZES:
         truth = build(family, size)
         text = truth.output
-        deltas = [Chunk(text=text[i : i + DELTA], token_ids=(0,)) for i in range(0, len(text), DELTA)]
-        whole_text = [Chunk(text=text, token_ids=(0,))]
+        deltas = chunked(text, DELTA)
+        whole_text = chunked(text, len(text))
         check(truth, _run(family, deltas), DELTA)
         check(truth, _run(family, whole_text))
         mb = len(text.encode()) / 1e6
