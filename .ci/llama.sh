@@ -38,6 +38,11 @@
 # benchmarks a llama.cpp to set beside accord's AVX2 kernels on the same machine in the same run:
 # what an AVX2 machine would compare, rather than llama.cpp's AMX or AVX-512 kernels.
 #
+# `LLAMA_TARGET=avx512` builds what a CPU with AVX-512 and its 8-bit dot products but no AMX runs (Ice
+# Lake, Zen 4): AVX-512 (F, BW, DQ, VL), VBMI and VNNI on, BF16, AVX-VNNI and AMX off, so nothing past
+# Ice Lake's set. On a CPU with AMX it is what accord's AVX-512 kernels (`ATEN_CPU_CAPABILITY=avx512`
+# there) are set beside: llama.cpp's own AVX-512 path, not its tiles. Cache key: the word `avx512`.
+#
 # Network features are off: no libcurl, no OpenSSL, no web UI download from the model hub; the server
 # only ever loads a local GGUF given with -m.
 set -euo pipefail
@@ -65,8 +70,14 @@ case "${LLAMA_TARGET:-native}" in
             -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
         isa=avx2
         ;;
+    avx512)
+        target=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+            -DGGML_AVX_VNNI=OFF -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON
+            -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+        isa=avx512
+        ;;
     *)
-        echo "LLAMA_TARGET must be native or avx2, not ${LLAMA_TARGET}" >&2
+        echo "LLAMA_TARGET must be native, avx2 or avx512, not ${LLAMA_TARGET}" >&2
         exit 2
         ;;
 esac

@@ -1,7 +1,9 @@
 """Aggregate decode throughput of the embedded engine behind its HTTP server, at 1, 8 and 16 concurrent
 streams, against llama.cpp's ``llama-server -np 8`` on the same GGUF and threads (issue 11 benchmark).
 Where the CPU has more than AVX2 and llama.cpp's AVX2 build is cached (``LLAMA_TARGET=avx2 bash
-.ci/llama.sh``), the pair runs a second time: accord on its AVX2 kernels against that build.
+.ci/llama.sh``), the pair runs a second time: accord on its AVX2 kernels against that build; where the
+CPU has AMX and llama.cpp's AVX-512 build without AMX is cached (``LLAMA_TARGET=avx512``), a third time:
+accord on its AVX-512 kernels against that one.
 
 Both servers run in their own processes, up at once but taking turns (one concurrency at a time, the
 other server idle on its socket), on every core this process may use.
@@ -32,7 +34,7 @@ from accord.adapters.requests import ResponsesRequest
 from accord.config import Settings
 from accord.engine.upstream import SSEDecoder, load_model_files
 from tests.benchmarks.token_latency import bench_client, peak_rss_mib, serving
-from tests.cpu import capability_env, has_capability
+from tests.cpu import capability_env, cpu_flags, has_capability
 from tests.remote.conftest import smollm2_path
 from tests.remote.llama_server import NOT_BUILT, LlamaServer, llama_bin_dir
 from tests.serving import free_port
@@ -127,7 +129,8 @@ def _pair(
 
 def test_aggregate_throughput_against_llama_server(tmp_path: Path) -> None:
     """accord's server on this CPU's kernels against llama-server built for this CPU; where the CPU
-    has more than AVX2 and llama.cpp's AVX2 build is there, also accord's AVX2 kernels against it."""
+    has more than AVX2 and llama.cpp's AVX2 build is there, also accord's AVX2 kernels against it, and
+    where it has AMX and the AVX-512 build is there, accord's AVX-512 kernels against that."""
     directory, gguf = llama_bin_dir(), smollm2_path()
     if directory is None:
         pytest.skip(NOT_BUILT)
@@ -149,12 +152,15 @@ def test_aggregate_throughput_against_llama_server(tmp_path: Path) -> None:
     avx2 = llama_bin_dir("avx2")
     if has_capability("avx2") and has_capability("avx512") and avx2 is not None:
         pairs["avx2"] = (avx2, capability_env("avx2"))
+    avx512 = llama_bin_dir("avx512")
+    if has_capability("avx512") and "amx_tile" in cpu_flags() and avx512 is not None:
+        pairs["avx512"] = (avx512, capability_env("avx512"))
     results = {}
     for target, (binary, env) in pairs.items():
         results[target] = _pair(tmp_path / target, gguf, binary, body, prompt, env)
 
     for target, (ours, theirs, our_peak, their_peak) in results.items():
-        kernels = "this CPU's" if target == "native" else "AVX2"
+        kernels = {"native": "this CPU's", "avx2": "AVX2", "avx512": "AVX-512"}[target]
         rows = [
             f"  {n:>2} streams: accord {ours[n]:7.1f} tok/s   llama-server {theirs[n]:7.1f} tok/s"
             f"   ratio {ours[n] / theirs[n]:.2f}x"

