@@ -38,7 +38,14 @@
  * What bounds it (a 512-token SmolLM2 prompt, 2 threads, Xeon, builds taking turns): not the tile
  * products -- with one of the three parts' products left out the prompt ran at the same speed -- but
  * the scaling after them: with amx_scale left out it ran 20-35% faster. Scaling the sums 6 steps
- * behind instead of 3, or moving the sums ring and the accumulators apart, changed nothing. */
+ * behind instead of 3, or moving the sums ring and the accumulators apart, changed nothing.
+ *
+ * Not worth it, measured: scaled weight tiles. A Q4 block's d * q is exactly two bf16 parts, so a
+ * tile could sum a row across all its blocks with no scaling between them, but that takes six tile
+ * products a block instead of three, and the products are what the tile unit is bound by: three
+ * take about 21 ns a block of 16 rows with their loads, zeroing and store overlapped, six about 43
+ * ns even with nothing else to do (a loop of tile operations alone, Xeon), more than the scaling
+ * that they would save costs. */
 
 #define AMX_ROWS 16
 #define SCALE_BEHIND 3
