@@ -36,3 +36,32 @@ def has_capability(capability: str) -> bool:
 def capability_env(capability: str) -> dict[str, str]:
     """The variables that limit a process (torch, oneDNN and accord's kernels) to ``capability``."""
     return {"ATEN_CPU_CAPABILITY": capability, "ONEDNN_MAX_CPU_ISA": CAPABILITIES[capability][1]}
+
+
+#: The instruction sets accord's kernels run on this CPU, lowest first, and the CPU flags each needs. No
+#: ATEN_CPU_CAPABILITY value selects AMX: it is what an unlimited process runs where the CPU has it (and
+#: Linux grants the tiles).
+KERNEL_SETS: dict[str, tuple[str, ...]] = {
+    "avx2": CAPABILITIES["avx2"][0],
+    "avx512": CAPABILITIES["avx512"][0],
+    "amx": (*CAPABILITIES["avx512"][0], "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16"),
+}
+
+
+def kernel_sets() -> list[str]:
+    """The sets of ``KERNEL_SETS`` this CPU has, lowest first."""
+    flags = cpu_flags()
+    return [name for name, need in KERNEL_SETS.items() if set(need) <= flags]
+
+
+def below_best() -> list[str]:
+    """The kernel sets below this CPU's best. The benchmarks set each beside llama.cpp built for that
+    set alone (``LLAMA_TARGET`` of ``.ci/llama.sh``: what a machine whose best it is runs), and the best
+    beside llama.cpp built for this CPU. Every CPU with AMX has the VNNI and VBMI that llama.cpp's
+    ``avx512`` build needs."""
+    return kernel_sets()[:-1]
+
+
+if __name__ == "__main__":
+    # For .ci/run: the llama.cpp builds the benchmarks want beside the native one.
+    print(" ".join(below_best()))

@@ -34,7 +34,7 @@ from accord.adapters.requests import ResponsesRequest
 from accord.config import Settings
 from accord.engine.upstream import SSEDecoder, load_model_files
 from tests.benchmarks.token_latency import bench_client, peak_rss_mib, serving
-from tests.cpu import capability_env, cpu_flags, has_capability
+from tests.cpu import below_best, capability_env
 from tests.remote.conftest import smollm2_path
 from tests.remote.llama_server import NOT_BUILT, LlamaServer, llama_bin_dir
 from tests.serving import free_port
@@ -149,12 +149,10 @@ def test_aggregate_throughput_against_llama_server(tmp_path: Path) -> None:
     prompt = tokenizer.encode(service.renderer.render(conversation))
 
     pairs: dict[str, tuple[Path, dict[str, str]]] = {"native": (directory, {})}
-    avx2 = llama_bin_dir("avx2")
-    if has_capability("avx2") and has_capability("avx512") and avx2 is not None:
-        pairs["avx2"] = (avx2, capability_env("avx2"))
-    avx512 = llama_bin_dir("avx512")
-    if has_capability("avx512") and "amx_tile" in cpu_flags() and avx512 is not None:
-        pairs["avx512"] = (avx512, capability_env("avx512"))
+    for below in below_best():
+        built = llama_bin_dir(below)
+        if built is not None:
+            pairs[below] = (built, capability_env(below))
     results = {}
     for target, (binary, env) in pairs.items():
         results[target] = _pair(tmp_path / target, gguf, binary, body, prompt, env)

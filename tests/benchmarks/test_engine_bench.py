@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.cpu import CAPABILITIES, capability_env, cpu_flags
+from tests.cpu import below_best, capability_env, kernel_sets
 
 PROMPT_TOKENS = 513
 NEW_TOKENS = 128
@@ -264,14 +264,6 @@ DEPTH_TOKENS = 64
 #: A long prompt, as agent clients send (a system prompt, tool schemas, a conversation): its rows attend
 #: to thousands of positions each. llama.cpp runs it with and without flash attention; its better counts.
 LONG_PROMPT = 4000
-#: The instruction sets accord runs here, and the CPU flags each needs.
-CAPABILITY_FLAGS = {
-    "avx2": CAPABILITIES["avx2"][0],
-    "avx512": CAPABILITIES["avx512"][0],
-    # No ATEN_CPU_CAPABILITY value selects AMX: it is what an unlimited process runs where the CPU has it
-    # (and Linux grants the tiles: each row is labelled with the instruction set the run reports).
-    "amx": (*CAPABILITIES["avx512"][0], "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16"),
-}
 
 
 def _llama_bench(binary: Path, model: Path) -> dict[str, float]:
@@ -392,12 +384,9 @@ def test_engine_against_llama_cpp_on_each_capability() -> None:
     from accord.engine.local import packaged_model_path
 
     repeats = int(os.environ.get("ACCORD_BENCH_REPEATS", "3"))
-    flags = cpu_flags()
-    caps = [c for c, need in CAPABILITY_FLAGS.items() if set(need) <= flags]
-    # An instruction set below this CPU's best is set beside llama.cpp built for it alone (what a
-    # machine whose best it is runs), not beside llama.cpp's kernels for this CPU.
+    caps = kernel_sets()
     builds = {"native": binary}
-    for below in caps[:-1]:
+    for below in below_best():
         below_binary = llama_bin_dir(below, build=True)
         if below_binary is not None and (below_binary / "llama-bench").exists():
             builds[below] = below_binary
