@@ -18,6 +18,7 @@ ALWAYS void dots(const uint8_t *group, const int kind, int nb, const qacts *a, i
     for (int t = 0; t < mt; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb;
+        prefetch_ahead(blk, gb);
         __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
         __m512 m = kind == KIND_Q4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 2 * GROUP)))
                    : kind == KIND_Q4_0 ? _mm512_mul_ps(d, _mm512_set1_ps(-8.0f))

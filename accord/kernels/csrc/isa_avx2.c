@@ -39,6 +39,7 @@ ALWAYS void half_dots(const uint8_t *group, const int kind, int nb, const qacts 
     for (int t = 0; t < mt; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb + h * 32;
+        if (h == 0) prefetch_ahead(blk, gb); /* the second half finds the group in cache */
         __m256i sum[TILE];
         const int8_t *x = a->q + (size_t)m0 * a->cols + b * QBLOCK;
         if (kind == KIND_Q8_0) {

@@ -13,6 +13,7 @@ static inline __attribute__((always_inline)) void dots(const uint8_t *group, con
     for (int j = 0; j < mt * GROUP; j++) res[j] = 0.0f;
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + b * gb, *runs = blk + sb;
+        prefetch_ahead(blk, gb);
         float d[GROUP], m[GROUP];
         for (int i = 0; i < GROUP; i++) {
             d[i] = half_to_float(read_u16(blk + 2 * i));
