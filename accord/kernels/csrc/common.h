@@ -46,11 +46,8 @@ static inline size_t group_block_bytes(int kind) {
 static inline size_t scales_bytes(int kind) { return kind == KIND_Q4_1 ? GROUP * 4 : GROUP * 2; }
 
 /* How far ahead of the block it multiplies a decode product asks for weights, in bytes: 4 to 7 blocks
- * of a group. A member walks its groups in memory order, and one decode row's product waits on memory
- * (a 49152 x 576 Q4_1 matrix read at 40-48 GB/s by 2 threads; 150 matrices of 1536 x 576 took twice as
- * long as one of them read again from cache). Asking this far ahead took 20-30% off the product of
- * matrices read from memory at 1 and at 8 rows on a Sapphire Rapids guest; 1024 and 8192 gained
- * less (docs/architecture.md, "The embedded engine's threads"). */
+ * of a group. A member walks its groups in memory order, and one decode row's product waits on memory;
+ * why 2048 and what it gained: docs/architecture.md, "The embedded engine's threads". */
 #define PREFETCH_AHEAD 2048
 
 /* Asks for the block of `gb` bytes that lies PREFETCH_AHEAD bytes past `blk`. A prefetch never faults,
